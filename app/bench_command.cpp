@@ -1,0 +1,151 @@
+// `gprfwi bench`: cell-steps per second of forward or gradient runs, next to the
+// memory bandwidth of this machine measured in the same run (a parallel copy),
+// so the result reads as a fraction of the machine's limit.
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "gprfwi/constants.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/stencil.hpp"
+#include "gprfwi/wavelet.hpp"
+
+namespace gprfwi::app {
+
+namespace {
+
+struct BenchArgs {
+    std::string backend = "cpu";
+    std::string mode = "forward";
+    std::string precision = "single";
+    std::string compression = "none";
+    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3;
+};
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Best-of-5 bandwidth of a parallel copy of 256 MiB (bytes read + bytes written per second).
+double host_copy_bandwidth() {
+    const std::size_t n = (256u << 20) / sizeof(double);
+    std::vector<double> a(n), b(n);
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<double>(i % 7), b[i] = 0;
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const double t0 = now_s();
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) b[i] = a[i];
+        const double t = now_s() - t0;
+        best = std::max(best, 2.0 * n * sizeof(double) / t);
+        std::swap(a, b);
+    }
+    return best;
+}
+
+// Fewest bytes a cell-step must move through memory in these CPU kernels:
+// forward 12 arrays of T (H pass: Ey, Hx, Hz, cq in, Hx, Hz out; E pass: Hx, Hz,
+// Ey, ca, cb in, Ey out); gradient adds the snapshot store, the three adjoint
+// passes (19 arrays of T) and the imaging (2 stored levels, 2 double accumulators in and out).
+double bytes_per_cell_step(bool gradient, std::size_t word, std::size_t stored) {
+    if (!gradient) return 12.0 * word;
+    return 12.0 * word + stored + 19.0 * word + 2.0 * stored + 4.0 * 8.0;
+}
+
+void run_bench(const BenchArgs& a) {
+    const bool gradient = a.mode == "gradient";
+    if (!gradient && a.mode != "forward")
+        throw InvalidArgument(fmt::format("--mode must be 'forward' or 'gradient', got '{}'", a.mode));
+    PropagatorOptions opt;
+    opt.backend = parse_backend(a.backend);
+    opt.precision = parse_precision(a.precision);
+    opt.stencil_order = a.stencil;
+    opt.cpml.widths = PmlWidths::uniform(a.pml);
+    opt.snapshots.compression = parse_compression(a.compression);
+    auto prop = make_propagator(opt);
+
+    const Grid grid{a.nx, a.nz, 0.01, 0.01};
+    Model model = Model::uniform(grid, 9.0, 0.005);
+    Survey survey;
+    const double v = speed_of_light() / 3.0;
+    survey.dt = 0.9 / (v * std::sqrt(2.0) / grid.dx * stencil_abs_sum(a.stencil));
+    survey.nt = a.nt;
+    for (int s = 0; s < a.shots; ++s) {
+        Shot shot;
+        const double x = grid.width_m() * (s + 1) / (a.shots + 1);
+        shot.sources.push_back({{x, 0.1 * grid.depth_m()}, 1.0});
+        for (int r = 0; r < 16; ++r) shot.receivers.push_back({grid.width_m() * r / 15.0, 0.1 * grid.depth_m()});
+        shot.wavelet = ricker(a.nt, survey.dt, 0.1 / survey.dt, -1.0, 1.0);
+        survey.shots.push_back(shot);
+    }
+    const MemoryEstimate mem = prop->estimate_memory(model, survey, gradient);
+    const double bandwidth = host_copy_bandwidth();
+    const Traces observed = make_traces(survey);
+
+    auto run_once = [&] {
+        if (gradient) prop->gradient(model, survey, observed);
+        else prop->forward(model, survey);
+    };
+    run_once();  // warm-up: page faults and first-touch out of the timing
+    std::vector<double> times;
+    for (int r = 0; r < a.repeats; ++r) {
+        const double t0 = now_s();
+        run_once();
+        times.push_back(now_s() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    const double seconds = times[times.size() / 2];
+    const double cells = static_cast<double>(a.nx + 2 * a.pml) * (a.nz + 2 * a.pml);
+    const double rate = cells * a.shots * a.nt / seconds;
+    const std::size_t word = opt.precision == Precision::single ? 4 : 8;
+    const std::size_t stored = opt.snapshots.compression == SnapshotCompression::bf16 ? 2 : word;
+    const double bytes = bytes_per_cell_step(gradient, word, stored);
+    const double achieved = rate * bytes;
+    fmt::print("gprfwi bench: {} {} on {} ({} threads), {} precision, stencil {}, snapshots {}\n", a.mode,
+               prop->name(), a.backend, omp_get_max_threads(), a.precision, a.stencil, a.compression);
+    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s), {} steps; median of {} runs: {:.3f} s\n",
+               a.nx, a.nz, a.pml, cells, a.shots, a.nt, a.repeats, seconds);
+    fmt::print("  {:.4g} cell-steps/s; at {:.0f} bytes/cell-step that is {:.3g} GB/s of the {:.3g} GB/s copy "
+               "bandwidth measured now ({:.0f}%)\n",
+               rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
+    fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g})\n", mem.total() / 1073741824.0,
+               mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0);
+    fmt::print("{{\"backend\":\"{}\",\"mode\":\"{}\",\"precision\":\"{}\",\"stencil\":{},\"compression\":\"{}\","
+               "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},\"seconds\":{:.6g},"
+               "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
+               "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"peak_bytes\":{}}}\n",
+               prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
+               omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
+               mem.total());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    CLI::App* cmd = app.add_subcommand("bench", "Measure cell-steps per second against memory bandwidth");
+    cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
+    cmd->add_option("--mode", a->mode, "forward | gradient")->capture_default_str();
+    cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
+    cmd->add_option("--compression", a->compression, "Snapshot storage: none | bf16")->capture_default_str();
+    cmd->add_option("--nx", a->nx, "Model nodes in x")->capture_default_str();
+    cmd->add_option("--nz", a->nz, "Model nodes in z")->capture_default_str();
+    cmd->add_option("--pml", a->pml, "CPML cells per side")->capture_default_str();
+    cmd->add_option("--shots", a->shots, "Shots in the batch")->capture_default_str();
+    cmd->add_option("--nt", a->nt, "Time steps")->capture_default_str();
+    cmd->add_option("--stencil", a->stencil, "Stencil order")->capture_default_str();
+    cmd->add_option("--repeats", a->repeats, "Timed runs (median reported)")->capture_default_str();
+    cmd->callback([a] { run_bench(*a); });
+}
+
+}  // namespace gprfwi::app

@@ -1,0 +1,11 @@
+#pragma once
+// Sub-commands of the gprfwi executable.
+
+#include <CLI/CLI.hpp>
+
+namespace gprfwi::app {
+
+void add_forward_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace gprfwi::app

@@ -1,0 +1,170 @@
+// Adjoint of the forward FDTD step (the exact transpose, in reverse order) and
+// the imaging condition, CPU backend.
+//
+// Equations: see lib/gprfwi/kernels.hpp. The material and CPML coefficients
+// multiply *before* the transposed difference operator here, where the forward
+// step applies them after; that is what makes this the transpose where
+// materials vary and inside the CPML.
+// Assumptions: as in fdtd_forward.cpp; the scratch arrays q, p use the same
+// padded layout, with a zero halo.
+
+#include "gprfwi/kernels.hpp"
+#include "gprfwi/stencil.hpp"
+#include "gprfwi/storage.hpp"
+#include "row_segments.hpp"
+
+namespace gprfwi::kernels::cpu {
+
+template <typename T, typename Stored>
+void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                       const ImagingView<T, Stored>* img) {
+    const int stride = g.stride;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
+        for (int iz = 0; iz < g.nz; ++iz) {
+            const std::size_t shot = shot_i * g.shot_stride;
+            const std::size_t row = g.origin + static_cast<std::size_t>(iz) * stride;
+            T* __restrict lam = adj.ey + shot + row;
+            T* __restrict mu_x = adj.psi_hz_x + shot + row;
+            T* __restrict mu_z = adj.psi_hx_z + shot + row;
+            T* __restrict q_x = s.q_x + shot + row;
+            T* __restrict q_z = s.q_z + shot + row;
+            const T* __restrict ca = m.ca + row;
+            const T* __restrict cb = m.cb + row;
+            if (img) {
+                // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
+                const Stored* prev = img->ey_prev ? img->ey_prev + shot + row : nullptr;
+                const Stored* next = img->ey_next ? img->ey_next + shot + row : nullptr;
+                double* g_prev = img->g_ey_prev + shot + row;
+                double* g_next = img->g_ey_next + shot + row;
+                const double w = img->weight;
+                for (int ix = 0; ix < g.nx; ++ix) {
+                    const double wl = w * static_cast<double>(lam[ix]);
+                    if (prev) g_prev[ix] += wl * load_as<double>(prev[ix]);
+                    if (next) g_next[ix] += wl * load_as<double>(next[ix]);
+                }
+            }
+            const bool z_pml = in_strip(z, iz);
+            for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
+                for (int ix = ix0; ix < ix1; ++ix) {
+                    const T t = cb[ix] * lam[ix];
+                    T qx = t, qz = -t;
+                    if constexpr (XP) {
+                        const T mx = mu_x[ix] + t;
+                        qx = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
+                        mu_x[ix] = x.b_int[ix] * mx;
+                    }
+                    if constexpr (ZP) {
+                        const T mz = mu_z[ix] - t;
+                        qz = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
+                        mu_z[ix] = z.b_int[iz] * mz;
+                    }
+                    q_x[ix] = qx;
+                    q_z[ix] = qz;
+                    lam[ix] = ca[ix] * lam[ix];
+                }
+            });
+        }
+    }
+}
+
+template <typename T, int ORDER>
+void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+               const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
+    constexpr int H = Stencil<ORDER>::halo;
+    const StencilTable<T, ORDER> c;
+    const int stride = g.stride;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
+        for (int iz = 0; iz < g.nz; ++iz) {
+            const std::size_t shot = shot_i * g.shot_stride;
+            const std::size_t row = g.origin + static_cast<std::size_t>(iz) * stride;
+            T* __restrict lam_hx = adj.hx + shot + row;
+            T* __restrict lam_hz = adj.hz + shot + row;
+            T* __restrict mu_x = adj.psi_ey_x + shot + row;
+            T* __restrict mu_z = adj.psi_ey_z + shot + row;
+            const T* __restrict q_x = s.q_x + shot + row;
+            const T* __restrict q_z = s.q_z + shot + row;
+            T* __restrict p_x = s.p_x + shot + row;
+            T* __restrict p_z = s.p_z + shot + row;
+            const T* __restrict cq = m.cq + row;
+            const bool z_pml = in_strip(z, iz);
+            for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
+                for (int ix = ix0; ix < ix1; ++ix) {
+                    // lambda_hz -= Dx+[q_x];  lambda_hx -= Dz+[q_z]
+                    T dx = 0, dz = 0;
+                    for (int k = 0; k < H; ++k) {
+                        dx += c[k] * (q_x[ix + k + 1] - q_x[ix - k]);
+                        dz += c[k] * (q_z[ix + (k + 1) * stride] - q_z[ix - k * stride]);
+                    }
+                    lam_hz[ix] -= dx * g.inv_dx;
+                    lam_hx[ix] -= dz * g.inv_dz;
+                    const T sx = cq[ix] * lam_hz[ix];
+                    const T sz = -cq[ix] * lam_hx[ix];
+                    T px = sx, pz = sz;
+                    if constexpr (XP) {
+                        const T mx = mu_x[ix] + sx;
+                        px = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
+                        mu_x[ix] = x.b_half[ix] * mx;
+                    }
+                    if constexpr (ZP) {
+                        const T mz = mu_z[ix] + sz;
+                        pz = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
+                        mu_z[ix] = z.b_half[iz] * mz;
+                    }
+                    p_x[ix] = px;
+                    p_z[ix] = pz;
+                }
+            });
+        }
+    }
+}
+
+template <typename T, int ORDER>
+void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s) {
+    constexpr int H = Stencil<ORDER>::halo;
+    const StencilTable<T, ORDER> c;
+    const int stride = g.stride;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
+        for (int iz = 0; iz < g.nz; ++iz) {
+            const std::size_t shot = shot_i * g.shot_stride;
+            const std::size_t row = g.origin + static_cast<std::size_t>(iz) * stride;
+            T* __restrict lam = adj.ey + shot + row;
+            const T* __restrict p_x = s.p_x + shot + row;
+            const T* __restrict p_z = s.p_z + shot + row;
+            for (int ix = 0; ix < g.nx; ++ix) {
+                // lambda_ey -= Dx-[p_x] + Dz-[p_z]
+                T dx = 0, dz = 0;
+                for (int k = 0; k < H; ++k) {
+                    dx += c[k] * (p_x[ix + k] - p_x[ix - k - 1]);
+                    dz += c[k] * (p_z[ix + k * stride] - p_z[ix - (k + 1) * stride]);
+                }
+                lam[ix] -= dx * g.inv_dx + dz * g.inv_dz;
+            }
+        }
+    }
+}
+
+#define GPRFWI_INSTANTIATE(T, ORDER)                                                                 \
+    template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&,                  \
+                                      const CpmlAxis<T>&, const CpmlAxis<T>&, const TmFields<T>&,     \
+                                      const AdjointScratch<T>&);                                     \
+    template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&,               \
+                                             const AdjointScratch<T>&);
+GPRFWI_FOR_EACH_TYPE_AND_ORDER(GPRFWI_INSTANTIATE)
+#undef GPRFWI_INSTANTIATE
+
+#define GPRFWI_INSTANTIATE_PREPARE(T, S)                                                          \
+    template void adjoint_e_prepare<T, S>(const GridParams<T>&, const MaterialView<T>&,           \
+                                          const CpmlAxis<T>&, const CpmlAxis<T>&,                 \
+                                          const TmFields<T>&, const AdjointScratch<T>&,           \
+                                          const ImagingView<T, S>*);
+GPRFWI_INSTANTIATE_PREPARE(float, float)
+GPRFWI_INSTANTIATE_PREPARE(float, Bf16)
+GPRFWI_INSTANTIATE_PREPARE(double, double)
+GPRFWI_INSTANTIATE_PREPARE(double, Bf16)
+#undef GPRFWI_INSTANTIATE_PREPARE
+
+}  // namespace gprfwi::kernels::cpu

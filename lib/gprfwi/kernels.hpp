@@ -1,0 +1,130 @@
+#pragma once
+// Declarations of the propagator kernels. The time loop calls only these;
+// kernels/cpu/ implements them with OpenMP loops (the reference backend) and
+// kernels/cuda/ on the GPU.
+//
+// All arrays use the PaddedGrid layout (rows of `stride`, zero halo of
+// kMaxHalo nodes that no kernel writes). A batch of shots stores shot s of an
+// array at offset s * shot_stride.
+//
+// Forward step (PHYSICS.md), for every padded node:
+//   psi_ey_z = b_z,h*psi_ey_z + a_z,h*Dz+[Ey];   Hx -= cq*(Dz+[Ey]/kappa_z,h + psi_ey_z)
+//   psi_ey_x = b_x,h*psi_ey_x + a_x,h*Dx+[Ey];   Hz += cq*(Dx+[Ey]/kappa_x,h + psi_ey_x)
+//   psi_hz_x = b_x*psi_hz_x + a_x*Dx-[Hz];       psi_hx_z = b_z*psi_hx_z + a_z*Dz-[Hx]
+//   Ey = ca*Ey + cb*(Dx-[Hz]/kappa_x + psi_hz_x - Dz-[Hx]/kappa_z - psi_hx_z)
+// followed by the source term Ey -= cb*I*w/(dx*dz) at the source weights.
+//
+// Adjoint step: the transpose of the above, in reverse order, using
+// Dx+^T = -Dx- (see stencil.hpp). With lambda_* the adjoint fields and mu_*
+// the adjoints of the CPML memory variables:
+//   pass 1 (E nodes):  t = cb*lambda_ey
+//                      m_x = mu_hz_x + t;  q_x = t/kappa_x + a_x*m_x;  mu_hz_x = b_x*m_x
+//                      m_z = mu_hx_z - t;  q_z = -t/kappa_z + a_z*m_z; mu_hx_z = b_z*m_z
+//                      lambda_ey = ca*lambda_ey
+//   pass 2 (H nodes):  lambda_hz -= Dx+[q_x];  lambda_hx -= Dz+[q_z]
+//                      s_x = cq*lambda_hz:  m = mu_ey_x + s_x; p_x = s_x/kappa_x,h + a_x,h*m; mu_ey_x = b_x,h*m
+//                      s_z = -cq*lambda_hx: m = mu_ey_z + s_z; p_z = s_z/kappa_z,h + a_z,h*m; mu_ey_z = b_z,h*m
+//   pass 3 (E nodes):  lambda_ey -= Dx-[p_x] + Dz-[p_z]
+// Imaging (in pass 1, before lambda_ey is scaled), with weight w_img:
+//   g_ey_prev += w_img * lambda_ey^{n+1} * Ey^n        (= dJ/dca)
+//   g_ey_next += w_img * lambda_ey^{n+1} * Ey^{n+1}    (dJ/dcb = (g_ey_next - ca*g_ey_prev)/cb)
+
+#include <cstddef>
+
+namespace gprfwi::kernels {
+
+/// Grid sizes and inverse spacings (1/m).
+template <typename T>
+struct GridParams {
+    int nx = 0, nz = 0;           // padded nodes
+    int stride = 0;               // values per stored row
+    std::size_t shot_stride = 0;  // values per shot
+    std::size_t origin = 0;       // storage index of node (0, 0)
+    int n_shots = 0;
+    T inv_dx = 0, inv_dz = 0;
+};
+
+/// ca, cb at E nodes and cq at H nodes (shared by all shots).
+template <typename T>
+struct MaterialView {
+    const T* ca;
+    const T* cb;
+    const T* cq;
+};
+
+/// CPML profile along one axis, as in CpmlAxisProfile.
+template <typename T>
+struct CpmlAxis {
+    const T* inv_kappa_int;
+    const T* a_int;
+    const T* b_int;
+    const T* inv_kappa_half;
+    const T* a_half;
+    const T* b_half;
+    int strip_low_end;     // psi may be non-zero for nodes < strip_low_end
+    int strip_high_begin;  // ... and for nodes >= strip_high_begin
+};
+
+/// Electric and magnetic fields with their CPML memory variables.
+/// psi_ey_x, psi_ey_z live at Hz and Hx nodes; psi_hz_x, psi_hx_z at Ey nodes.
+template <typename T>
+struct TmFields {
+    T* ey;
+    T* hx;
+    T* hz;
+    T* psi_ey_x;
+    T* psi_ey_z;
+    T* psi_hz_x;
+    T* psi_hx_z;
+};
+
+/// Intermediate adjoint quantities q (at E nodes) and p (at H nodes).
+template <typename T>
+struct AdjointScratch {
+    T* q_x;
+    T* q_z;
+    T* p_x;
+    T* p_z;
+};
+
+/// The stored Ey levels an imaging step reads (shots one shot stride apart),
+/// with its accumulation weight, and the per-shot accumulators. A level that
+/// is not stored (Ey^0 = 0, or skipped by a snapshot interval) is nullptr.
+template <typename T, typename Stored>
+struct ImagingView {
+    const Stored* ey_prev;  // Ey^n
+    const Stored* ey_next;  // Ey^{n+1}
+    double weight;
+    double* g_ey_prev;  // per shot, shot_stride apart
+    double* g_ey_next;
+};
+
+namespace cpu {
+
+/// H^{n-1/2} -> H^{n+1/2} for every shot. Reads Ey; ~(3 + 2 psi) loads, 2 stores per cell.
+template <typename T, int ORDER>
+void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+              const CpmlAxis<T>& z, const TmFields<T>& f);
+
+/// Ey^n -> Ey^{n+1} (without the source term) for every shot.
+template <typename T, int ORDER>
+void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+              const CpmlAxis<T>& z, const TmFields<T>& f);
+
+/// Adjoint pass 1, with the imaging condition when `img` is non-null.
+template <typename T, typename Stored>
+void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                       const ImagingView<T, Stored>* img);
+
+/// Adjoint pass 2.
+template <typename T, int ORDER>
+void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+               const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s);
+
+/// Adjoint pass 3.
+template <typename T, int ORDER>
+void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s);
+
+}  // namespace cpu
+}  // namespace gprfwi::kernels

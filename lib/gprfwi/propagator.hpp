@@ -1,0 +1,121 @@
+#pragma once
+// The propagator interface the application calls: forward traces, misfit and
+// gradient, and a memory estimate, for a batch of shots that share one model.
+// Backends (CPU now, CUDA next) hide behind it.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/cpml.hpp"
+#include "gprfwi/misfit.hpp"
+#include "gprfwi/model.hpp"
+#include "gprfwi/point_weights.hpp"
+#include "gprfwi/survey.hpp"
+#include "gprfwi/traces.hpp"
+
+namespace gprfwi {
+
+enum class Precision { single, double_precision };
+enum class BackendKind { automatic, cpu, cuda };
+/// How forward wavefields are kept for the gradient.
+enum class SnapshotCompression { none, bf16 };
+
+Precision parse_precision(const std::string& name);
+BackendKind parse_backend(const std::string& name);
+SnapshotCompression parse_compression(const std::string& name);
+const char* to_string(Precision p);
+const char* to_string(BackendKind b);
+const char* to_string(SnapshotCompression c);
+
+struct SnapshotOptions {
+    /// Keep the forward field every `interval` internal steps. 1 is exact;
+    /// larger values approximate the time integral of the imaging condition
+    /// (opt-in; the error is documented in docs/gradient.md).
+    int interval = 1;
+    /// Storage type of the kept fields. bf16 halves (float) or quarters
+    /// (double) the memory; approximate, opt-in.
+    SnapshotCompression compression = SnapshotCompression::none;
+};
+
+struct PropagatorOptions {
+    BackendKind backend = BackendKind::automatic;
+    Precision precision = Precision::single;
+    int stencil_order = 4;  // 2, 4, 6 or 8
+    CpmlOptions cpml;
+    PointInterpolation interpolation = PointInterpolation::sinc;
+    SnapshotOptions snapshots;
+    /// When the survey's dt exceeds the CFL limit: take internal sub-steps
+    /// (true) or throw UnstableTimeStep (false).
+    bool allow_substeps = true;
+    /// Check the wavefields for NaN/Inf every this many internal steps (0: never).
+    int blowup_check_interval = 64;
+
+    void validate() const;
+};
+
+/// The internal time axis chosen for a model and survey.
+struct TimeStepping {
+    double dt_user = 0;      // s
+    double dt_max = 0;       // s, CFL limit of the stencil on this grid and model
+    int ratio = 1;           // internal steps per user sample
+    double dt_internal = 0;  // s
+    int nt_internal = 0;
+};
+
+/// dt_max = 1 / (v_max * sqrt(1/dx^2 + 1/dz^2) * sum|c_k|); ratio = ceil(dt/dt_max).
+/// Throws UnstableTimeStep (showing the limit) when dt > dt_max and
+/// sub-steps are not allowed.
+TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int stencil_order,
+                                bool allow_substeps);
+
+struct GradientResult {
+    double misfit = 0.0;
+    Array2D grad_eps_r;  // dJ/d eps_r on the model grid [nz][nx]
+    Array2D grad_sigma;  // dJ/d sigma, per S/m
+    std::vector<std::vector<double>> grad_wavelet;  // dJ/d wavelet[shot][n], per A
+    Traces synthetic;
+};
+
+struct MemoryEstimate {
+    std::size_t fields_bytes = 0;     // wavefields, memory variables, coefficients
+    std::size_t snapshot_bytes = 0;   // forward fields kept for the gradient
+    std::size_t traces_bytes = 0;
+    std::size_t total() const { return fields_bytes + snapshot_bytes + traces_bytes; }
+};
+
+class Propagator {
+public:
+    virtual ~Propagator() = default;
+    virtual std::string name() const = 0;
+    const PropagatorOptions& options() const { return options_; }
+
+    /// Ey traces of every shot.
+    virtual Traces forward(const Model& model, const Survey& survey) = 0;
+
+    /// Misfit of the synthetic data and its exact gradient with respect to
+    /// eps_r, sigma and the wavelets.
+    virtual GradientResult gradient(const Model& model, const Survey& survey, const Misfit& misfit) = 0;
+
+    /// The same with J = 1/2 * sum (synthetic - observed)^2.
+    GradientResult gradient(const Model& model, const Survey& survey, const Traces& observed);
+
+    /// Bytes a forward (gradient = false) or gradient run of this batch needs.
+    virtual MemoryEstimate estimate_memory(const Model& model, const Survey& survey,
+                                           bool gradient) const = 0;
+
+protected:
+    explicit Propagator(const PropagatorOptions& options) : options_(options) {}
+    PropagatorOptions options_;
+};
+
+/// The propagator for options.backend; `automatic` picks CUDA when a usable
+/// GPU is present and the backend is compiled, else the CPU.
+std::unique_ptr<Propagator> make_propagator(const PropagatorOptions& options);
+
+/// Whether this build contains the CUDA backend.
+bool cuda_backend_compiled();
+
+}  // namespace gprfwi

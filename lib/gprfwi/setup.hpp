@@ -1,0 +1,56 @@
+#pragma once
+// Everything a backend needs to propagate a batch of shots, computed once on
+// the host in double precision: the padded grid, the internal time axis, the
+// coefficient arrays of the model extended into the CPML, the CPML profiles,
+// and the point weights and resampled wavelets of every shot. Backends copy
+// these into their own arithmetic type and memory.
+
+#include <cstddef>
+#include <vector>
+
+#include "gprfwi/cpml.hpp"
+#include "gprfwi/grid.hpp"
+#include "gprfwi/model.hpp"
+#include "gprfwi/point_weights.hpp"
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/resample.hpp"
+#include "gprfwi/survey.hpp"
+
+namespace gprfwi {
+
+/// One shot's sparse source and receiver operators on the padded grid.
+struct ShotOperators {
+    /// Source term per internal step m: Ey[index] += weight * wavelet_internal[m],
+    /// weight = -cb * w * amplitude / (dx*dz); all sources of the shot merged.
+    std::vector<PointWeight> source;
+    /// Receiver r samples sum_j weight_j * Ey[index_j].
+    std::vector<std::vector<PointWeight>> receivers;
+    std::vector<double> wavelet_internal;  // nt_internal samples, A
+};
+
+struct PropagationSetup {
+    PaddedGrid grid;
+    TimeStepping time;
+    double alpha_max = 0;  // 1/s, CPML frequency shift actually used
+    std::vector<double> ca, cb, cq;  // padded layout (grid.storage_size()), halo zero
+    CpmlAxisProfile cpml_x, cpml_z;
+    ResampleOperator upsample;    // user wavelet -> internal
+    ResampleOperator downsample;  // internal trace -> user
+    std::vector<ShotOperators> shots;
+
+    /// Validates model, survey and options, and builds the setup. Throws the
+    /// typed errors of error.hpp with the numbers at fault.
+    static PropagationSetup build(const Model& model, const Survey& survey,
+                                  const PropagatorOptions& options);
+
+    /// Model node whose values fill padded node (iz, ix): the model extended
+    /// into the CPML by its edge values.
+    int model_row(int iz) const;
+    int model_col(int ix) const;
+};
+
+/// Sum of a padded-grid gradient (per padded node) onto the model nodes: the
+/// exact adjoint of extending the model into the CPML by its edge values.
+Array2D fold_to_model(const PropagationSetup& setup, const std::vector<double>& padded);
+
+}  // namespace gprfwi

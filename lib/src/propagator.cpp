@@ -1,0 +1,115 @@
+#include "gprfwi/propagator.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "gprfwi/constants.hpp"
+#include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/stencil.hpp"
+
+namespace gprfwi {
+
+Precision parse_precision(const std::string& name) {
+    if (name == "single") return Precision::single;
+    if (name == "double") return Precision::double_precision;
+    throw InvalidArgument(fmt::format("precision must be 'single' or 'double', got '{}'", name));
+}
+
+BackendKind parse_backend(const std::string& name) {
+    if (name == "auto") return BackendKind::automatic;
+    if (name == "cpu") return BackendKind::cpu;
+    if (name == "cuda") return BackendKind::cuda;
+    throw InvalidArgument(fmt::format("backend must be 'auto', 'cpu' or 'cuda', got '{}'", name));
+}
+
+SnapshotCompression parse_compression(const std::string& name) {
+    if (name == "none") return SnapshotCompression::none;
+    if (name == "bf16") return SnapshotCompression::bf16;
+    throw InvalidArgument(fmt::format("snapshot compression must be 'none' or 'bf16', got '{}'", name));
+}
+
+const char* to_string(Precision p) { return p == Precision::single ? "single" : "double"; }
+const char* to_string(BackendKind b) {
+    return b == BackendKind::automatic ? "auto" : b == BackendKind::cpu ? "cpu" : "cuda";
+}
+const char* to_string(SnapshotCompression c) { return c == SnapshotCompression::none ? "none" : "bf16"; }
+
+void PropagatorOptions::validate() const {
+    check_stencil_order(stencil_order);
+    cpml.validate();
+    if (snapshots.interval < 1)
+        throw InvalidArgument(fmt::format("snapshot interval must be >= 1, got {}", snapshots.interval));
+    if (blowup_check_interval < 0)
+        throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));
+}
+
+TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int order, bool allow_substeps) {
+    const Grid& g = model.grid;
+    const double v_max = speed_of_light() / std::sqrt(model.min_eps_mu());
+    TimeStepping t;
+    t.dt_user = survey.dt;
+    t.dt_max = 1.0 / (v_max * std::sqrt(1.0 / (g.dx * g.dx) + 1.0 / (g.dz * g.dz)) * stencil_abs_sum(order));
+    // a relative slack of 1e-12 keeps dt == dt_max (computed elsewhere) at ratio 1
+    t.ratio = std::max(1, static_cast<int>(std::ceil(survey.dt / t.dt_max * (1.0 - 1e-12))));
+    if (t.ratio > 1 && !allow_substeps)
+        throw UnstableTimeStep(fmt::format(
+            "dt = {:.6g} s exceeds the CFL limit {:.6g} s of stencil order {} on this grid "
+            "(v_max = {:.6g} m/s, dx = {} m, dz = {} m); use dt <= {:.6g} s or allow sub-steps",
+            survey.dt, t.dt_max, order, v_max, g.dx, g.dz, t.dt_max));
+    if (static_cast<double>(t.ratio) * survey.nt > 2.0e9)
+        throw UnstableTimeStep(fmt::format(
+            "dt = {:.6g} s needs {} internal steps per sample (CFL limit {:.6g} s): {} steps in all is too many",
+            survey.dt, t.ratio, t.dt_max, static_cast<double>(t.ratio) * survey.nt));
+    t.dt_internal = survey.dt / t.ratio;
+    t.nt_internal = survey.nt * t.ratio;
+    return t;
+}
+
+GradientResult Propagator::gradient(const Model& model, const Survey& survey, const Traces& observed) {
+    check_traces_match(observed, survey, "observed data");
+    return gradient(model, survey, L2Misfit(observed));
+}
+
+double L2Misfit::evaluate(const Traces& synthetic, Traces& adjoint_source) const {
+    double j = 0;
+    adjoint_source = synthetic;
+    for (std::size_t s = 0; s < synthetic.size(); ++s) {
+        auto& r = adjoint_source[s].samples();
+        const auto& o = observed_.at(s).samples();
+        if (o.size() != r.size())
+            throw SizeMismatch(fmt::format("observed shot {} has {} samples, synthetic has {}", s, o.size(), r.size()));
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            r[i] -= o[i];
+            j += 0.5 * r[i] * r[i];
+        }
+    }
+    return j;
+}
+
+double LinearFunctional::evaluate(const Traces& synthetic, Traces& adjoint_source) const {
+    double j = 0;
+    adjoint_source = weights_;
+    for (std::size_t s = 0; s < synthetic.size(); ++s) {
+        const auto& d = synthetic[s].samples();
+        const auto& w = weights_.at(s).samples();
+        if (w.size() != d.size())
+            throw SizeMismatch(fmt::format("weights shot {} has {} samples, synthetic has {}", s, w.size(), d.size()));
+        for (std::size_t i = 0; i < d.size(); ++i) j += d[i] * w[i];
+    }
+    return j;
+}
+
+#ifndef GPRFWI_HAVE_CUDA
+bool cuda_backend_compiled() { return false; }
+#endif
+
+std::unique_ptr<Propagator> make_propagator(const PropagatorOptions& options) {
+    options.validate();
+    if (options.backend == BackendKind::cuda)
+        throw NotCompiled("backend 'cuda' was requested, but the CUDA backend is not implemented in "
+                          "this version of gprfwi; use backend 'cpu' or 'auto'");
+    return std::make_unique<CpuPropagator>(options);
+}
+
+}  // namespace gprfwi

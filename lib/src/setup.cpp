@@ -1,0 +1,113 @@
+#include "gprfwi/setup.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "gprfwi/constants.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/material.hpp"
+#include "gprfwi/wavelet.hpp"
+
+namespace gprfwi {
+
+int PropagationSetup::model_row(int iz) const {
+    return std::clamp(iz - grid.pml.top, 0, grid.model.nz - 1);
+}
+
+int PropagationSetup::model_col(int ix) const {
+    return std::clamp(ix - grid.pml.left, 0, grid.model.nx - 1);
+}
+
+namespace {
+
+// ca, cb at every padded E node and cq at every padded H node. H nodes take
+// mu_r of the E node (iz, ix) that precedes them (Hx at (iz+1/2, ix), Hz at
+// (iz, ix+1/2)); the same rule holds in the CPML, where values are extended.
+void fill_coefficients(PropagationSetup& s, const Model& model) {
+    const std::size_t n = s.grid.storage_size();
+    s.ca.assign(n, 0.0);
+    s.cb.assign(n, 0.0);
+    s.cq.assign(n, 0.0);
+    const double dt = s.time.dt_internal;
+    for (int iz = 0; iz < s.grid.nz; ++iz) {
+        const int mz = s.model_row(iz);
+        for (int ix = 0; ix < s.grid.nx; ++ix) {
+            const int mx = s.model_col(ix);
+            const auto c = lossy_coefficients(model.eps_r(mz, mx), model.sigma(mz, mx), dt);
+            const std::size_t i = s.grid.index(iz, ix);
+            s.ca[i] = c.ca;
+            s.cb[i] = c.cb;
+            s.cq[i] = magnetic_coefficient(model.mu_r(mz, mx), dt);
+        }
+    }
+}
+
+double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
+    if (opt.alpha_max > 0) return opt.alpha_max;
+    double f = 0;
+    for (const auto& shot : survey.shots) f = std::max(f, dominant_frequency(shot.wavelet, survey.dt));
+    if (!(f > 0)) f = 0.25 / survey.dt;  // silent wavelets: a quarter of the sampling rate
+    return kPi * f;
+}
+
+}  // namespace
+
+PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey,
+                                         const PropagatorOptions& options) {
+    options.validate();
+    model.validate();
+    survey.validate();
+    PropagationSetup s;
+    s.grid = PaddedGrid(model.grid, options.cpml.widths);
+    s.time = plan_time_stepping(model, survey, options.stencil_order, options.allow_substeps);
+    fill_coefficients(s, model);
+
+    const double c_ref = speed_of_light() / std::sqrt(model.min_eps_mu());
+    s.alpha_max = resolve_alpha_max(options.cpml, survey);
+    const auto& w = options.cpml.widths;
+    s.cpml_x = make_cpml_axis(s.grid.nx, model.grid.dx, w.left, w.right, options.cpml, c_ref,
+                              s.alpha_max, s.time.dt_internal);
+    s.cpml_z = make_cpml_axis(s.grid.nz, model.grid.dz, w.top, w.bottom, options.cpml, c_ref,
+                              s.alpha_max, s.time.dt_internal);
+
+    s.upsample = ResampleOperator::upsample_sources(survey.nt, s.time.ratio);
+    s.downsample = ResampleOperator::downsample_receivers(survey.nt, s.time.ratio);
+
+    const double inv_cell = 1.0 / (model.grid.dx * model.grid.dz);
+    s.shots.resize(survey.shots.size());
+    for (std::size_t si = 0; si < survey.shots.size(); ++si) {
+        const Shot& shot = survey.shots[si];
+        ShotOperators& op = s.shots[si];
+        for (std::size_t k = 0; k < shot.sources.size(); ++k) {
+            const Source& src = shot.sources[k];
+            for (const PointWeight& pw : point_weights(s.grid, src.position, options.interpolation,
+                                                       fmt::format("shot {} source {}", si, k))) {
+                // J = I / (dx dz) enters as Ey -= cb * J
+                const double weight = -s.cb[pw.index] * pw.weight * src.amplitude * inv_cell;
+                auto same = std::find_if(op.source.begin(), op.source.end(),
+                                         [&](const PointWeight& q) { return q.index == pw.index; });
+                if (same != op.source.end()) same->weight += weight;
+                else op.source.push_back({pw.index, weight});
+            }
+        }
+        op.receivers.resize(shot.receivers.size());
+        for (std::size_t r = 0; r < shot.receivers.size(); ++r)
+            op.receivers[r] = point_weights(s.grid, shot.receivers[r], options.interpolation,
+                                            fmt::format("shot {} receiver {}", si, r));
+        op.wavelet_internal.assign(static_cast<std::size_t>(s.time.nt_internal), 0.0);
+        s.upsample.apply(shot.wavelet.data(), op.wavelet_internal.data());
+    }
+    return s;
+}
+
+Array2D fold_to_model(const PropagationSetup& s, const std::vector<double>& padded) {
+    Array2D out(s.grid.model.nz, s.grid.model.nx, 0.0);
+    for (int iz = 0; iz < s.grid.nz; ++iz) {
+        const int mz = s.model_row(iz);
+        for (int ix = 0; ix < s.grid.nx; ++ix) out(mz, s.model_col(ix)) += padded[s.grid.index(iz, ix)];
+    }
+    return out;
+}
+
+}  // namespace gprfwi

@@ -1,0 +1,43 @@
+#pragma once
+// Shared builders for the tests: reproducible heterogeneous models, surveys
+// and random traces, and small vector helpers.
+
+#include <cstdint>
+#include <vector>
+
+#include "gprfwi/model.hpp"
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/survey.hpp"
+#include "gprfwi/traces.hpp"
+
+namespace gprfwi::test {
+
+/// A smooth heterogeneous lossy model: eps_r in about [3, 12], sigma in about
+/// [0.001, 0.02] S/m, built from a few Gaussian blobs (seeded).
+Model heterogeneous_model(const Grid& g, std::uint32_t seed);
+
+/// A survey of `n_shots` shots on grid g, each with `n_src` sources and
+/// `n_rec` receivers at random (off-grid) positions at least `margin` nodes
+/// inside the model, Ricker wavelets of peak `f_hz`, and dt = dt_factor * the
+/// CFL limit for eps_r_min.
+Survey random_survey(const Grid& g, int n_shots, int n_src, int n_rec, int nt, double f_hz,
+                     double dt, std::uint32_t seed, double margin = 2.0);
+
+/// CFL limit of `order` on grid g for a medium with smallest eps_r.
+double cfl_limit(const Grid& g, double eps_r_min, int order);
+
+/// Traces of white noise shaped like the survey.
+Traces random_traces(const Survey& s, std::uint32_t seed);
+
+/// Wavelets of white noise.
+Survey with_random_wavelets(Survey s, std::uint32_t seed);
+
+double dot(const Traces& a, const Traces& b);
+double norm(const Traces& a);
+
+/// Relative L2 difference ||a - b|| / ||b||.
+double relative_difference(const Traces& a, const Traces& b);
+
+PropagatorOptions double_options(int order, int pml);
+
+}  // namespace gprfwi::test
