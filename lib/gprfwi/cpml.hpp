@@ -23,6 +23,11 @@ struct CpmlOptions {
     double kappa_max = 1.0;      // >= 1
     /// alpha_max in 1/s; <= 0 selects pi * dominant frequency of the wavelets.
     double alpha_max = -1.0;
+    /// c_ref in m/s, the velocity the damping d0 is scaled for; <= 0 selects the
+    /// fastest velocity of the model, c0 / sqrt(min eps_r*mu_r). The gradient
+    /// holds the CPML profiles fixed: an inversion fixes c_ref (and alpha_max)
+    /// once, so that the profiles do not move with the model it updates.
+    double reference_velocity = -1.0;
 
     void validate() const;
 };

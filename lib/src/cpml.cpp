@@ -14,6 +14,8 @@ void CpmlOptions::validate() const {
         throw InvalidArgument(fmt::format("CPML power must be in [1, 6], got {}", power));
     if (!(kappa_max >= 1 && std::isfinite(kappa_max)))
         throw InvalidArgument(fmt::format("CPML kappa_max must be >= 1, got {}", kappa_max));
+    if (!std::isfinite(reference_velocity))
+        throw InvalidArgument(fmt::format("CPML reference velocity must be finite, got {}", reference_velocity));
     if (!std::isfinite(alpha_max))
         throw InvalidArgument(fmt::format("CPML alpha_max must be finite, got {}", alpha_max));
 }

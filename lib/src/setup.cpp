@@ -63,7 +63,9 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     s.time = plan_time_stepping(model, survey, options.stencil_order, options.allow_substeps);
     fill_coefficients(s, model);
 
-    const double c_ref = speed_of_light() / std::sqrt(model.min_eps_mu());
+    const double c_ref = options.cpml.reference_velocity > 0
+                             ? options.cpml.reference_velocity
+                             : speed_of_light() / std::sqrt(model.min_eps_mu());
     s.alpha_max = resolve_alpha_max(options.cpml, survey);
     const auto& w = options.cpml.widths;
     s.cpml_x = make_cpml_axis(s.grid.nx, model.grid.dx, w.left, w.right, options.cpml, c_ref,
