@@ -21,8 +21,14 @@ struct CpmlOptions {
     double reflection = 1e-6;    // R, target normal-incidence reflection
     double power = 3.0;          // N, profile exponent (2..4)
     double kappa_max = 1.0;      // >= 1
-    /// alpha_max in 1/s; <= 0 selects pi * dominant frequency of the wavelets.
+    /// alpha_max in 1/s; <= 0 selects pi * frequency_hz.
     double alpha_max = -1.0;
+    /// Dominant frequency (Hz) the CPML is tuned for (alpha_max = pi * f);
+    /// <= 0 selects the largest dominant frequency of the batch's wavelets.
+    /// Code that splits a survey into batches (over MPI ranks, say) sets it
+    /// from the whole survey, so that a shot's traces never depend on which
+    /// shots share its batch.
+    double frequency_hz = -1.0;
     /// c_ref in m/s, the velocity the damping d0 is scaled for; <= 0 selects the
     /// fastest velocity of the model, c0 / sqrt(min eps_r*mu_r). The gradient
     /// holds the CPML profiles fixed: an inversion fixes c_ref (and alpha_max)

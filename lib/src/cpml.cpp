@@ -16,6 +16,8 @@ void CpmlOptions::validate() const {
         throw InvalidArgument(fmt::format("CPML kappa_max must be >= 1, got {}", kappa_max));
     if (!std::isfinite(reference_velocity))
         throw InvalidArgument(fmt::format("CPML reference velocity must be finite, got {}", reference_velocity));
+    if (!std::isfinite(frequency_hz))
+        throw InvalidArgument(fmt::format("CPML frequency must be finite, got {} Hz", frequency_hz));
     if (!std::isfinite(alpha_max))
         throw InvalidArgument(fmt::format("CPML alpha_max must be finite, got {}", alpha_max));
 }

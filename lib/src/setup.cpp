@@ -45,6 +45,7 @@ void fill_coefficients(PropagationSetup& s, const Model& model) {
 
 double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
     if (opt.alpha_max > 0) return opt.alpha_max;
+    if (opt.frequency_hz > 0) return kPi * opt.frequency_hz;
     double f = 0;
     for (const auto& shot : survey.shots) f = std::max(f, dominant_frequency(shot.wavelet, survey.dt));
     if (!(f > 0)) f = 0.25 / survey.dt;  // silent wavelets: a quarter of the sampling rate
