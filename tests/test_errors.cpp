@@ -1,0 +1,122 @@
+// Failures are typed exceptions whose messages carry the numbers at fault.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/wavelet.hpp"
+#include "support.hpp"
+
+namespace gprfwi {
+namespace {
+
+template <typename E>
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("wrong exception type: ") + e.what();
+    }
+    return "no exception";
+}
+
+class Errors : public ::testing::Test {
+protected:
+    void SetUp() override {
+        survey.dt = 0.5 * test::cfl_limit(grid, 4.0, 4);
+        survey.nt = 50;
+        survey.shots.push_back({{{{0.5, 0.5}, 1.0}}, {{1.0, 0.5}}, ricker(50, survey.dt, 1e9)});
+    }
+    Grid grid{30, 20, 0.05, 0.05};
+    Model model = Model::uniform(grid, 4.0, 0.001);
+    Survey survey;
+    CpuPropagator prop{test::double_options(4, 10)};
+};
+
+TEST_F(Errors, UnstableTimeStepShowsTheLimit) {
+    PropagatorOptions opt = test::double_options(4, 10);
+    opt.allow_substeps = false;
+    survey.dt = 3 * test::cfl_limit(grid, 4.0, 4);
+    const auto msg = message_of<UnstableTimeStep>([&] { CpuPropagator(opt).forward(model, survey); });
+    EXPECT_NE(msg.find("exceeds the CFL limit"), std::string::npos) << msg;
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.6g", test::cfl_limit(grid, 4.0, 4));
+    EXPECT_NE(msg.find(limit), std::string::npos) << msg;
+}
+
+TEST_F(Errors, PositionsOutsideTheModelNameTheShotAndPoint) {
+    survey.shots[0].receivers.push_back({1.6, 0.2});  // model is 1.45 m wide
+    const auto msg = message_of<PositionOutsideModel>([&] { prop.forward(model, survey); });
+    EXPECT_NE(msg.find("shot 0 receiver 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("1.45"), std::string::npos) << msg;
+    survey.shots[0].receivers.pop_back();
+    survey.shots[0].sources[0].position.z = -0.2;
+    EXPECT_NE(message_of<PositionOutsideModel>([&] { prop.forward(model, survey); }).find("shot 0 source 0"),
+              std::string::npos);
+}
+
+TEST_F(Errors, WrongSizesAreReportedWithBothShapes) {
+    survey.shots[0].wavelet.resize(49);
+    EXPECT_NE(message_of<SizeMismatch>([&] { prop.forward(model, survey); }).find("49 samples, survey nt is 50"),
+              std::string::npos);
+    survey.shots[0].wavelet.resize(50);
+    model.sigma = Array2D(20, 29, 0.0);
+    EXPECT_NE(message_of<SizeMismatch>([&] { prop.forward(model, survey); }).find("[20][29]"), std::string::npos);
+    model.sigma = Array2D(20, 30, 0.0);
+    Traces observed = make_traces(survey);
+    observed[0] = ShotTraces(2, 50);
+    EXPECT_NE(message_of<SizeMismatch>([&] { prop.gradient(model, survey, observed); }).find("[2 receivers]"),
+              std::string::npos);
+}
+
+TEST_F(Errors, UnphysicalMaterialsNameTheNode) {
+    model.eps_r(3, 7) = 0.5;
+    EXPECT_NE(message_of<InvalidArgument>([&] { prop.forward(model, survey); }).find("(iz=3, ix=7)"),
+              std::string::npos);
+    model.eps_r(3, 7) = 4.0;
+    model.sigma(2, 2) = NAN;
+    EXPECT_NE(message_of<InvalidArgument>([&] { prop.forward(model, survey); }).find("sigma"), std::string::npos);
+}
+
+TEST_F(Errors, BlowUpReportsTheStep) {
+    PropagatorOptions opt = test::double_options(4, 10);
+    opt.precision = Precision::single;
+    opt.blowup_check_interval = 5;
+    for (double& v : survey.shots[0].wavelet) v *= 1e36;  // overflows float at the source
+    const auto msg = message_of<NumericalBlowup>([&] { CpuPropagator(opt).forward(model, survey); });
+    EXPECT_NE(msg.find("NaN or Inf in Ey of shot 0 at internal step"), std::string::npos) << msg;
+}
+
+TEST_F(Errors, BadOptionsAreRejected) {
+    PropagatorOptions opt;
+    opt.stencil_order = 5;
+    EXPECT_THROW(make_propagator(opt), InvalidArgument);
+    opt = PropagatorOptions{};
+    opt.snapshots.interval = 0;
+    EXPECT_THROW(make_propagator(opt), InvalidArgument);
+    opt = PropagatorOptions{};
+    opt.cpml.reflection = 2.0;
+    EXPECT_THROW(make_propagator(opt), InvalidArgument);
+    opt = PropagatorOptions{};
+    opt.cpml.widths.left = -1;
+    EXPECT_THROW(CpuPropagator(opt).forward(model, survey), InvalidArgument);
+    EXPECT_THROW(parse_precision("half"), InvalidArgument);
+    EXPECT_THROW(parse_backend("gpu"), InvalidArgument);
+}
+
+TEST_F(Errors, EmptySurveysAreRejected) {
+    survey.shots.clear();
+    EXPECT_THROW(prop.forward(model, survey), InvalidArgument);
+    survey.nt = 0;
+    EXPECT_THROW(prop.forward(model, survey), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace gprfwi

@@ -1,0 +1,248 @@
+// Small hand-checkable tests of the building blocks: stencil coefficients,
+// material coefficients and their derivatives, CPML profiles, point weights,
+// time resampling, bfloat16 storage and wavelets.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "gprfwi/constants.hpp"
+#include "gprfwi/cpml.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/material.hpp"
+#include "gprfwi/point_weights.hpp"
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/resample.hpp"
+#include "gprfwi/stencil.hpp"
+#include "gprfwi/storage.hpp"
+#include "gprfwi/wavelet.hpp"
+
+namespace gprfwi {
+namespace {
+
+TEST(Stencil, CoefficientsAreTheTabulatedFractions) {
+    EXPECT_EQ(Stencil<2>::c(1), 1.0);
+    EXPECT_EQ(Stencil<4>::c(1), 9.0 / 8.0);
+    EXPECT_EQ(Stencil<4>::c(2), -1.0 / 24.0);
+    EXPECT_EQ(Stencil<6>::c(3), 3.0 / 640.0);
+    EXPECT_EQ(Stencil<8>::c(4), -5.0 / 7168.0);
+    EXPECT_DOUBLE_EQ(stencil_abs_sum(4), 7.0 / 6.0);
+    EXPECT_EQ(Stencil<8>::halo, 4);
+}
+
+// sum_k c_k (2k-1)^(2m+1) = 1 for m = 0 and 0 for m = 1..halo-1: the staggered
+// derivative is exact for polynomials up to degree `order`.
+template <int ORDER>
+void check_order_conditions() {
+    for (int m = 0; m < ORDER / 2; ++m) {
+        double s = 0;
+        for (int k = 1; k <= ORDER / 2; ++k) s += Stencil<ORDER>::c(k) * std::pow(2 * k - 1, 2 * m + 1);
+        EXPECT_NEAR(s, m == 0 ? 1.0 : 0.0, 1e-13) << "order " << ORDER << " moment " << m;
+    }
+}
+
+TEST(Stencil, SatisfiesTheOrderConditions) {
+    check_order_conditions<2>();
+    check_order_conditions<4>();
+    check_order_conditions<6>();
+    check_order_conditions<8>();
+    EXPECT_THROW(stencil_coefficient(5, 1), InvalidArgument);
+    EXPECT_THROW(stencil_coefficient(4, 3), InvalidArgument);
+}
+
+TEST(Material, LosslessAndLossyCoefficientsByHand) {
+    const double dt = 1e-11;
+    const auto lossless = lossy_coefficients(4.0, 0.0, dt);
+    EXPECT_EQ(lossless.ca, 1.0);
+    EXPECT_DOUBLE_EQ(lossless.cb, dt / (4.0 * kEps0));
+    const double f = 0.01 * dt / (2.0 * 4.0 * kEps0);  // 1e-13 / 7.08335e-11
+    EXPECT_NEAR(f, 1.411762e-3, 1e-9);
+    const auto lossy = lossy_coefficients(4.0, 0.01, dt);
+    EXPECT_DOUBLE_EQ(lossy.ca, (1 - f) / (1 + f));
+    EXPECT_DOUBLE_EQ(lossy.cb, dt / (4.0 * kEps0) / (1 + f));
+    EXPECT_DOUBLE_EQ(magnetic_coefficient(2.0, dt), dt / (2.0 * kMu0));
+}
+
+TEST(Material, DerivativesMatchCentralDifferences) {
+    const double dt = 2e-11;
+    for (double eps_r : {1.0, 5.0, 30.0})
+        for (double sigma : {0.0, 0.003, 0.5}) {
+            const auto d = lossy_coefficient_derivatives(eps_r, sigma, dt);
+            const double he = 1e-6 * eps_r, hs = 1e-6;
+            const auto ep = lossy_coefficients(eps_r + he, sigma, dt), em = lossy_coefficients(eps_r - he, sigma, dt);
+            const auto sp = lossy_coefficients(eps_r, sigma + hs, dt), sm = lossy_coefficients(eps_r, sigma - hs, dt);
+            const double cb = lossy_coefficients(eps_r, sigma, dt).cb;
+            EXPECT_NEAR(d.dca_deps_r, (ep.ca - em.ca) / (2 * he), 1e-8);
+            EXPECT_NEAR(d.dca_dsigma, (sp.ca - sm.ca) / (2 * hs), 1e-8);
+            EXPECT_NEAR(d.dcb_deps_r / cb, (ep.cb - em.cb) / (2 * he) / cb, 1e-8);
+            EXPECT_NEAR(d.dcb_dsigma / cb, (sp.cb - sm.cb) / (2 * hs) / cb, 1e-8);
+        }
+}
+
+TEST(Cpml, ProfileByHand) {
+    CpmlOptions o;
+    o.kappa_max = 2.0;
+    const double h = 0.1, c = 1e8, alpha = 1e9, dt = 1e-10;
+    const int w = 10, n = 40;
+    const auto p = make_cpml_axis(n, h, w, w, o, c, alpha, dt);
+    // interior: no stretching, no memory
+    for (int i = w; i <= n - 1 - w; ++i) {
+        EXPECT_EQ(p.inv_kappa_int[i], 1.0);
+        EXPECT_EQ(p.a_int[i], 0.0);
+    }
+    // outermost node: s = L, r = 1
+    const double L = w * h, d0 = -(o.power + 1) * c * std::log(o.reflection) / (2 * L);
+    const double b = std::exp(-(d0 / 2.0 + 0.0) * dt);
+    EXPECT_NEAR(p.inv_kappa_int[0], 0.5, 1e-15);
+    EXPECT_NEAR(p.b_int[0], b, 1e-15);
+    EXPECT_NEAR(p.a_int[0], d0 * (b - 1) / (2.0 * (d0 + 0.0)), 1e-15);
+    // half node 0.5: r = 0.95
+    const double r = 0.95, d = d0 * std::pow(r, 3), kap = 1 + std::pow(r, 3), al = alpha * (1 - r);
+    const double bh = std::exp(-(d / kap + al) * dt);
+    EXPECT_NEAR(p.b_half[0], bh, 1e-14);
+    EXPECT_NEAR(p.a_half[0], d * (bh - 1) / (kap * (d + kap * al)), 1e-14);
+    // kappa grows outwards and psi's update gain a is negative in the layer
+    // (b is not monotone: alpha falls outwards while d grows); both sides match
+    for (int i = 1; i < w; ++i) EXPECT_GT(p.inv_kappa_int[i], p.inv_kappa_int[i - 1]);
+    for (int i = 0; i < w; ++i) EXPECT_LT(p.a_int[i], 0.0);
+    for (int i = 0; i < w; ++i) EXPECT_NEAR(p.b_int[i], p.b_int[n - 1 - i], 1e-15);
+    for (int i = 0; i < w; ++i) EXPECT_NEAR(p.b_half[i], p.b_half[n - 2 - i], 1e-15);
+    EXPECT_EQ(p.strip_low_end, w);
+    EXPECT_EQ(p.strip_high_begin, n - 1 - w);
+}
+
+TEST(PointWeights, OnANodeBothMethodsReduceToThatNode) {
+    const PaddedGrid g(Grid{20, 10, 0.1, 0.2}, PmlWidths::uniform(5));
+    for (auto m : {PointInterpolation::sinc, PointInterpolation::bilinear}) {
+        const auto w = point_weights(g, {0.7, 0.4}, m, "test");
+        ASSERT_EQ(w.size(), 1u);
+        EXPECT_EQ(w[0].index, g.index(5 + 2, 5 + 7));
+        EXPECT_EQ(w[0].weight, 1.0);
+    }
+}
+
+TEST(PointWeights, BilinearAtACellCentreIsAQuarterEach) {
+    const PaddedGrid g(Grid{20, 10, 0.1, 0.2}, PmlWidths::uniform(5));
+    const auto w = point_weights(g, {0.75, 0.5}, PointInterpolation::bilinear, "test");
+    ASSERT_EQ(w.size(), 4u);
+    for (const auto& pw : w) EXPECT_DOUBLE_EQ(pw.weight, 0.25);
+}
+
+TEST(PointWeights, SincIsNearlyAPartitionOfUnityAndInterpolatesSmoothFields) {
+    const PaddedGrid g(Grid{30, 30, 0.1, 0.1}, PmlWidths::uniform(6));
+    const auto w = point_weights(g, {1.234, 1.567}, PointInterpolation::sinc, "test");
+    EXPECT_EQ(w.size(), 64u);
+    double sum = 0, field = 0;
+    for (const auto& pw : w) {
+        sum += pw.weight;
+        const int iz = static_cast<int>(pw.index / g.stride) - kMaxHalo - 6;
+        const int ix = static_cast<int>(pw.index % g.stride) - kMaxHalo - 6;
+        field += pw.weight * std::sin(0.3 * ix) * std::cos(0.2 * iz);  // ~8 nodes per wavelength and more
+    }
+    EXPECT_NEAR(sum, 1.0, 2e-3);
+    EXPECT_NEAR(field, std::sin(0.3 * 12.34) * std::cos(0.2 * 15.67), 5e-3);
+}
+
+TEST(PointWeights, OutsideTheModelIsAnError) {
+    const PaddedGrid g(Grid{20, 10, 0.1, 0.2}, PmlWidths::uniform(5));
+    EXPECT_THROW(point_weights(g, {-0.01, 0.5}, PointInterpolation::sinc, "x"), PositionOutsideModel);
+    EXPECT_THROW(point_weights(g, {0.5, 1.81}, PointInterpolation::sinc, "x"), PositionOutsideModel);
+    EXPECT_THROW(point_weights(g, {NAN, 0.5}, PointInterpolation::sinc, "x"), PositionOutsideModel);
+    EXPECT_NO_THROW(point_weights(g, {1.9, 1.8}, PointInterpolation::sinc, "x"));
+}
+
+TEST(PointWeights, TapsBeyondANarrowCpmlAreDropped) {
+    const PaddedGrid g(Grid{20, 10, 0.1, 0.1}, PmlWidths::uniform(0));
+    const auto w = point_weights(g, {0.05, 0.45}, PointInterpolation::sinc, "x");
+    EXPECT_EQ(w.size(), 5u * 8u);  // x taps -3..4 around 0.5: only 0..4 exist
+}
+
+TEST(Resample, RatioOneIsTheIdentity) {
+    const auto up = ResampleOperator::upsample_sources(50, 1), down = ResampleOperator::downsample_receivers(50, 1);
+    std::vector<double> x(50), y(50), z(50);
+    for (int i = 0; i < 50; ++i) x[i] = std::sin(i * 0.7) + i;
+    up.apply(x.data(), y.data());
+    down.apply(x.data(), z.data());
+    EXPECT_EQ(x, y);
+    EXPECT_EQ(x, z);
+}
+
+TEST(Resample, TransposesAreExact) {
+    std::mt19937 rng(3);
+    std::normal_distribution<double> n(0, 1);
+    for (int ratio : {2, 3, 7}) {
+        for (const auto& op : {ResampleOperator::upsample_sources(40, ratio),
+                               ResampleOperator::downsample_receivers(40, ratio)}) {
+            std::vector<double> x(op.n_in()), y(op.n_out()), ax(op.n_out()), aty(op.n_in());
+            for (auto& v : x) v = n(rng);
+            for (auto& v : y) v = n(rng);
+            op.apply(x.data(), ax.data());
+            op.apply_transpose(y.data(), aty.data());
+            double l = 0, r = 0;
+            for (int i = 0; i < op.n_out(); ++i) l += ax[i] * y[i];
+            for (int i = 0; i < op.n_in(); ++i) r += x[i] * aty[i];
+            EXPECT_NEAR(l, r, 1e-13 * std::abs(l)) << "ratio " << ratio;
+        }
+    }
+}
+
+TEST(Resample, UpsampledRickerMatchesTheFineRicker) {
+    const int nt = 200, ratio = 4;
+    const double dt = 1e-10, f = 6e8;  // 16 samples per period at the peak
+    const auto coarse = ricker(nt, dt, f), fine = ricker(nt * ratio, dt / ratio, f);
+    std::vector<double> up(nt * ratio);
+    ResampleOperator::upsample_sources(nt, ratio).apply(coarse.data(), up.data());
+    double num = 0, den = 0;
+    for (int m = 0; m < nt * ratio; ++m) {
+        num += std::pow(up[m] - fine[m], 2);
+        den += fine[m] * fine[m];
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-4);
+}
+
+TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {
+    EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f);
+    EXPECT_EQ(from_bf16(to_bf16(-0.15625f)), -0.15625f);
+    EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);               // tie -> even
+    EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);  // tie -> even (up)
+    EXPECT_TRUE(std::isinf(from_bf16(to_bf16(INFINITY))));
+    EXPECT_TRUE(std::isnan(from_bf16(to_bf16(NAN))));
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1e3f, 1e3f);
+    for (int i = 0; i < 1000; ++i) {
+        const float v = u(rng);
+        EXPECT_LE(std::abs(from_bf16(to_bf16(v)) - v), std::abs(v) * (1.0f / 256));
+    }
+}
+
+TEST(Wavelet, RickerPeaksAtItsDelayAndHasItsDominantFrequency) {
+    const double dt = 1e-11, f = 2e8, delay = 7.5e-9;
+    const auto w = ricker(2000, dt, f, delay, 2.0);
+    const int peak = static_cast<int>(std::max_element(w.begin(), w.end()) - w.begin());
+    EXPECT_NEAR((peak + 0.5) * dt, delay, dt);
+    EXPECT_NEAR(w[peak], 2.0, 1e-3);
+    EXPECT_NEAR(dominant_frequency(w, dt), f, 0.03 * f);
+    EXPECT_THROW(ricker(10, dt, -1.0), InvalidArgument);
+}
+
+TEST(TimeStepping, SubStepsWhenDtExceedsTheLimit) {
+    const Model m = Model::uniform(Grid{10, 10, 0.01, 0.02}, 4.0, 0.0);
+    const double v = speed_of_light() / 2.0;
+    const double limit = 1.0 / (v * std::sqrt(1e4 + 2500.0) * (7.0 / 6.0));
+    Survey s;
+    s.nt = 100;
+    s.dt = limit;
+    auto t = plan_time_stepping(m, s, 4, true);
+    EXPECT_NEAR(t.dt_max, limit, 1e-12 * limit);
+    EXPECT_EQ(t.ratio, 1);
+    s.dt = 2.5 * limit;
+    t = plan_time_stepping(m, s, 4, true);
+    EXPECT_EQ(t.ratio, 3);
+    EXPECT_EQ(t.nt_internal, 300);
+    EXPECT_DOUBLE_EQ(t.dt_internal, s.dt / 3);
+}
+
+}  // namespace
+}  // namespace gprfwi
