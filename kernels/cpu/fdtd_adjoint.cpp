@@ -73,7 +73,7 @@ template <typename T, int ORDER>
 void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
     constexpr int H = Stencil<ORDER>::halo;
-    const StencilTable<T, ORDER> c;
+    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
@@ -124,7 +124,7 @@ void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s) {
     constexpr int H = Stencil<ORDER>::halo;
-    const StencilTable<T, ORDER> c;
+    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {

@@ -22,7 +22,7 @@ template <typename T, int ORDER>
 void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f) {
     constexpr int H = Stencil<ORDER>::halo;
-    const StencilTable<T, ORDER> c;
+    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int s = 0; s < g.n_shots; ++s) {
@@ -66,7 +66,7 @@ template <typename T, int ORDER>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f) {
     constexpr int H = Stencil<ORDER>::halo;
-    const StencilTable<T, ORDER> c;
+    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int s = 0; s < g.n_shots; ++s) {

@@ -8,13 +8,15 @@
 
 namespace gprfwi::kernels::cpu {
 
+/// c_{k+1} in the arithmetic type; a constexpr object, so that after the
+/// stencil loop is unrolled its values are constants in the kernel.
 template <typename T, int ORDER>
 struct StencilTable {
     T v[Stencil<ORDER>::halo];
-    StencilTable() {
+    constexpr StencilTable() : v{} {
         for (int k = 0; k < Stencil<ORDER>::halo; ++k) v[k] = static_cast<T>(Stencil<ORDER>::c(k + 1));
     }
-    T operator[](int k) const { return v[k]; }
+    constexpr T operator[](int k) const { return v[k]; }
 };
 
 template <typename T>
