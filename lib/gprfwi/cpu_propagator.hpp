@@ -2,18 +2,17 @@
 // The CPU backend: OpenMP over shots and rows; the reference every other
 // backend is tested against.
 
-#include "gprfwi/propagator.hpp"
+#include "gprfwi/engine.hpp"
 
 namespace gprfwi {
 
-class CpuPropagator final : public Propagator {
+class CpuPropagator final : public EnginePropagator {
 public:
     explicit CpuPropagator(const PropagatorOptions& options);
     std::string name() const override { return "cpu"; }
-    Traces forward(const Model& model, const Survey& survey) override;
-    GradientResult gradient(const Model& model, const Survey& survey, const Misfit& misfit) override;
-    using Propagator::gradient;
-    MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
+
+protected:
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup) override;
 };
 
 }  // namespace gprfwi

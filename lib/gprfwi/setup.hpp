@@ -49,6 +49,9 @@ struct PropagationSetup {
     int model_col(int ix) const;
 };
 
+/// Throws NumericalBlowup for NaN/Inf in `what` of shot `shot` at internal `step`.
+[[noreturn]] void throw_blowup(const PropagationSetup& setup, const char* what, int shot, int step);
+
 /// Sum of a padded-grid gradient (per padded node) onto the model nodes: the
 /// exact adjoint of extending the model into the CPML by its edge values.
 Array2D fold_to_model(const PropagationSetup& setup, const std::vector<double>& padded);

@@ -1,4 +1,4 @@
-// The CPU propagator: the time loop over the kernels of kernels/cpu/.
+// The CPU engine: the time loops over the kernels of kernels/cpu/.
 //
 // Forward, internal step m = 0 .. nt_internal-1, for all shots at once:
 //   H update; E update; Ey += source weights * wavelet_internal[m];
@@ -12,11 +12,11 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
+#include "gprfwi/dispatch.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/kernels.hpp"
-#include "gprfwi/material.hpp"
-#include "gprfwi/setup.hpp"
 #include "gprfwi/snapshots.hpp"
 
 namespace gprfwi {
@@ -57,258 +57,137 @@ struct FieldArrays {
     }
 };
 
-/// What every run of one batch shares: the setup in the arithmetic type T.
-template <typename T>
-struct Batch {
-    const PropagationSetup& setup;
-    std::vector<T> ca, cb, cq;
-    AxisArrays<T> x, z;
-    k::GridParams<T> grid;
-    int check_interval;
-
-    Batch(const PropagationSetup& s, int check)
-        : setup(s), ca(convert<T>(s.ca)), cb(convert<T>(s.cb)), cq(convert<T>(s.cq)), x(s.cpml_x),
-          z(s.cpml_z), check_interval(check) {
-        grid.nx = s.grid.nx;
-        grid.nz = s.grid.nz;
-        grid.stride = s.grid.stride;
-        grid.shot_stride = s.grid.storage_size();
-        grid.origin = s.grid.index(0, 0);
-        grid.n_shots = static_cast<int>(s.shots.size());
-        grid.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
-        grid.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
+template <typename T, int ORDER, typename Stored>
+class CpuEngine final : public Engine {
+public:
+    CpuEngine(const PropagationSetup& s, const PropagatorOptions& o)
+        : s_(s), opt_(o), ca_(convert<T>(s.ca)), cb_(convert<T>(s.cb)), cq_(convert<T>(s.cq)), x_(s.cpml_x),
+          z_(s.cpml_z) {
+        g_.nx = s.grid.nx;
+        g_.nz = s.grid.nz;
+        g_.stride = s.grid.stride;
+        g_.shot_stride = s.grid.storage_size();
+        g_.origin = s.grid.index(0, 0);
+        g_.n_shots = static_cast<int>(s.shots.size());
+        g_.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
+        g_.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
     }
-    k::MaterialView<T> materials() const { return {ca.data(), cb.data(), cq.data()}; }
-    std::size_t batch_size() const { return grid.shot_stride * grid.n_shots; }
+
+    InternalTraces forward(bool keep_levels) override {
+        const std::size_t n = batch_size();
+        if (keep_levels) store_.emplace(s_.time.nt_internal, opt_.snapshots.interval, n);
+        FieldArrays<T> f(n);
+        const auto fields = f.view();
+        const auto x = x_.view(), z = z_.view();
+        InternalTraces traces = make_internal_traces(s_);
+        for (int m = 0; m < s_.time.nt_internal; ++m) {
+            // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1}
+            k::cpu::update_h<T, ORDER>(g_, materials(), x, z, fields);
+            k::cpu::update_e<T, ORDER>(g_, materials(), x, z, fields);
+            for (std::size_t si = 0; si < s_.shots.size(); ++si) {
+                T* ey = f.ey.data() + si * g_.shot_stride;
+                const ShotOperators& op = s_.shots[si];
+                // Ey -= cb * J: weights already hold -cb * w * amplitude / (dx dz)
+                for (const PointWeight& pw : op.source)
+                    ey[pw.index] += static_cast<T>(pw.weight * op.wavelet_internal[m]);
+                for (std::size_t r = 0; r < op.receivers.size(); ++r) {
+                    double acc = 0;
+                    for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(ey[pw.index]);
+                    traces[si][r][m] = acc;
+                }
+            }
+            if (keep_levels)
+                if (Stored* level = store_->level(m + 1)) {
+#pragma omp parallel for schedule(static)
+                    for (std::size_t i = 0; i < n; ++i) level[i] = store_as<Stored>(f.ey[i]);
+                }
+            if (check_now(m)) check_finite(f.ey, m, "Ey");
+        }
+        return traces;
+    }
+
+    AdjointResult adjoint(const InternalTraces& r_internal) override {
+        if (!store_) throw Error("CpuEngine::adjoint needs a forward run that kept its levels");
+        const std::size_t n = batch_size();
+        FieldArrays<T> adj(n);
+        std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
+        std::vector<double> g_prev(n, 0.0), g_next(n, 0.0);
+        const auto fields = adj.view();
+        const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
+        const auto x = x_.view(), z = z_.view();
+        AdjointResult out;
+        out.grad_wavelet_internal.assign(s_.shots.size(), std::vector<double>(s_.time.nt_internal, 0.0));
+        for (int m = s_.time.nt_internal - 1; m >= 0; --m) {
+            for (std::size_t si = 0; si < s_.shots.size(); ++si) {
+                T* lam = adj.ey.data() + si * g_.shot_stride;
+                const ShotOperators& op = s_.shots[si];
+                // transpose of the receiver sampling, then of the source term
+                for (std::size_t r = 0; r < op.receivers.size(); ++r)
+                    for (const PointWeight& pw : op.receivers[r])
+                        lam[pw.index] += static_cast<T>(pw.weight * r_internal[si][r][m]);
+                double acc = 0;
+                for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
+                out.grad_wavelet_internal[si][m] = acc;
+            }
+            const Stored* prev = store_->level(m);
+            const Stored* next = store_->level(m + 1);
+            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(store_->interval()),
+                                                g_prev.data(), g_next.data()};
+            k::cpu::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, fields, scratch,
+                                                 (prev || next) ? &img : nullptr);
+            k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
+            k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
+            if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+        }
+        // sum the per-shot accumulators in shot order
+        const std::size_t cells = g_.shot_stride;
+        out.g_prev.assign(cells, 0.0);
+        out.g_next.assign(cells, 0.0);
+        for (int si = 0; si < g_.n_shots; ++si)
+            for (std::size_t i = 0; i < cells; ++i) {
+                out.g_prev[i] += g_prev[si * cells + i];
+                out.g_next[i] += g_next[si * cells + i];
+            }
+        return out;
+    }
+
+private:
+    k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
+    std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
+    bool check_now(int step) const {
+        const int every = opt_.blowup_check_interval;
+        return (every > 0 && (step + 1) % every == 0) || step + 1 == s_.time.nt_internal || step == 0;
+    }
 
     /// Throws NumericalBlowup if any shot's `field` holds NaN or Inf.
     void check_finite(const std::vector<T>& field, int step, const char* what) const {
-        for (int s = 0; s < grid.n_shots; ++s) {
-            const T* f = field.data() + s * grid.shot_stride;
+        for (int si = 0; si < g_.n_shots; ++si) {
+            const T* f = field.data() + si * g_.shot_stride;
             bool bad = false;
 #pragma omp parallel for reduction(|| : bad)
-            for (std::size_t i = 0; i < grid.shot_stride; ++i) bad = bad || !std::isfinite(f[i]);
-            if (bad)
-                throw NumericalBlowup(fmt::format(
-                    "NaN or Inf in {} of shot {} at internal step {} of {} (user sample {}, t = {:.6g} s); "
-                    "dt_internal = {:.6g} s, CFL limit {:.6g} s", what, s, step, setup.time.nt_internal,
-                    step / setup.time.ratio, (step + 1) * setup.time.dt_internal, setup.time.dt_internal,
-                    setup.time.dt_max));
+            for (std::size_t i = 0; i < g_.shot_stride; ++i) bad = bad || !std::isfinite(f[i]);
+            if (bad) throw_blowup(s_, what, si, step);
         }
     }
-    bool check_now(int step) const { return check_interval > 0 && (step + 1) % check_interval == 0; }
+
+    const PropagationSetup& s_;
+    const PropagatorOptions& opt_;
+    std::vector<T> ca_, cb_, cq_;
+    AxisArrays<T> x_, z_;
+    k::GridParams<T> g_;
+    std::optional<SnapshotStore<Stored>> store_;
 };
-
-/// Internal-rate traces [shot][receiver][nt_internal].
-using InternalTraces = std::vector<std::vector<std::vector<double>>>;
-
-InternalTraces make_internal(const PropagationSetup& s) {
-    InternalTraces t(s.shots.size());
-    for (std::size_t i = 0; i < s.shots.size(); ++i)
-        t[i].assign(s.shots[i].receivers.size(), std::vector<double>(s.time.nt_internal, 0.0));
-    return t;
-}
-
-/// Forward time loop; keeps Ey levels in `store` when given.
-template <typename T, int ORDER, typename Stored>
-InternalTraces run_forward(Batch<T>& b, SnapshotStore<Stored>* store) {
-    const PropagationSetup& s = b.setup;
-    FieldArrays<T> f(b.batch_size());
-    const auto fields = f.view();
-    const auto mat = b.materials();
-    const auto x = b.x.view(), z = b.z.view();
-    InternalTraces traces = make_internal(s);
-    for (int m = 0; m < s.time.nt_internal; ++m) {
-        // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1}
-        k::cpu::update_h<T, ORDER>(b.grid, mat, x, z, fields);
-        k::cpu::update_e<T, ORDER>(b.grid, mat, x, z, fields);
-        for (std::size_t si = 0; si < s.shots.size(); ++si) {
-            T* ey = f.ey.data() + si * b.grid.shot_stride;
-            const ShotOperators& op = s.shots[si];
-            // Ey -= cb * J: weights already hold -cb * w * amplitude / (dx dz)
-            for (const PointWeight& pw : op.source)
-                ey[pw.index] += static_cast<T>(pw.weight * op.wavelet_internal[m]);
-            for (std::size_t r = 0; r < op.receivers.size(); ++r) {
-                double acc = 0;
-                for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(ey[pw.index]);
-                traces[si][r][m] = acc;
-            }
-        }
-        if (store) {
-            if (Stored* level = store->level(m + 1)) {
-                const std::size_t n = b.batch_size();
-#pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < n; ++i) level[i] = store_as<Stored>(f.ey[i]);
-            }
-        }
-        if (b.check_now(m) || m + 1 == s.time.nt_internal) b.check_finite(f.ey, m, "Ey");
-    }
-    return traces;
-}
-
-Traces to_user(const PropagationSetup& s, const InternalTraces& internal, int nt) {
-    Traces out;
-    for (std::size_t si = 0; si < internal.size(); ++si) {
-        out.emplace_back(static_cast<int>(internal[si].size()), nt);
-        for (std::size_t r = 0; r < internal[si].size(); ++r)
-            s.downsample.apply(internal[si][r].data(), out[si].receiver(static_cast<int>(r)));
-    }
-    return out;
-}
-
-/// Adjoint time loop driven by the user-rate adjoint source; fills the
-/// gradient with respect to the padded ca and cb, and the wavelets.
-template <typename T, int ORDER, typename Stored>
-void run_adjoint(Batch<T>& b, SnapshotStore<Stored>& store, const Traces& adjoint_source,
-                 std::vector<double>& grad_ca, std::vector<double>& grad_cb,
-                 std::vector<std::vector<double>>& grad_wavelet_internal) {
-    const PropagationSetup& s = b.setup;
-    const std::size_t n = b.batch_size();
-    FieldArrays<T> adj(n);
-    std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
-    std::vector<double> g_prev(n, 0.0), g_next(n, 0.0);
-    const auto fields = adj.view();
-    const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
-    const auto mat = b.materials();
-    const auto x = b.x.view(), z = b.z.view();
-
-    // adjoint source at the internal rate: D^T r
-    InternalTraces r_internal = make_internal(s);
-    for (std::size_t si = 0; si < s.shots.size(); ++si)
-        for (std::size_t r = 0; r < r_internal[si].size(); ++r)
-            s.downsample.apply_transpose(adjoint_source[si].receiver(static_cast<int>(r)),
-                                         r_internal[si][r].data());
-    grad_wavelet_internal.assign(s.shots.size(), std::vector<double>(s.time.nt_internal, 0.0));
-
-    for (int m = s.time.nt_internal - 1; m >= 0; --m) {
-        for (std::size_t si = 0; si < s.shots.size(); ++si) {
-            T* lam = adj.ey.data() + si * b.grid.shot_stride;
-            const ShotOperators& op = s.shots[si];
-            // transpose of the receiver sampling, then of the source term
-            for (std::size_t r = 0; r < op.receivers.size(); ++r)
-                for (const PointWeight& pw : op.receivers[r])
-                    lam[pw.index] += static_cast<T>(pw.weight * r_internal[si][r][m]);
-            double acc = 0;
-            for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
-            grad_wavelet_internal[si][m] = acc;
-        }
-        const Stored* prev = store.level(m);
-        const Stored* next = store.level(m + 1);
-        const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(store.interval()),
-                                            g_prev.data(), g_next.data()};
-        k::cpu::adjoint_e_prepare<T, Stored>(b.grid, mat, x, z, fields, scratch,
-                                             (prev || next) ? &img : nullptr);
-        k::cpu::adjoint_h<T, ORDER>(b.grid, mat, x, z, fields, scratch);
-        k::cpu::adjoint_e_finish<T, ORDER>(b.grid, fields, scratch);
-        if (b.check_now(m) || m == 0) b.check_finite(adj.ey, m, "the adjoint field lambda_ey");
-    }
-
-    // dJ/dca = sum_shots g_prev;  dJ/dcb = (g_next - ca*g_prev)/cb
-    const std::size_t cells = b.grid.shot_stride;
-    grad_ca.assign(cells, 0.0);
-    grad_cb.assign(cells, 0.0);
-    for (int si = 0; si < b.grid.n_shots; ++si)
-        for (std::size_t i = 0; i < cells; ++i) {
-            grad_ca[i] += g_prev[si * cells + i];
-            grad_cb[i] += g_next[si * cells + i];
-        }
-    for (std::size_t i = 0; i < cells; ++i)
-        if (s.cb[i] != 0.0) grad_cb[i] = (grad_cb[i] - static_cast<double>(b.ca[i]) * grad_ca[i]) / static_cast<double>(b.cb[i]);
-}
-
-template <typename T, int ORDER, typename Stored>
-GradientResult run_gradient(const PropagationSetup& s, const Model& model, const Survey& survey,
-                            const Misfit& misfit, const PropagatorOptions& opt) {
-    Batch<T> b(s, opt.blowup_check_interval);
-    SnapshotStore<Stored> store(s.time.nt_internal, opt.snapshots.interval, b.batch_size());
-    GradientResult out;
-    out.synthetic = to_user(s, run_forward<T, ORDER, Stored>(b, &store), survey.nt);
-    Traces adjoint_source = make_traces(survey);
-    out.misfit = misfit.evaluate(out.synthetic, adjoint_source);
-    check_traces_match(adjoint_source, survey, "adjoint source");
-
-    std::vector<double> grad_ca, grad_cb;
-    std::vector<std::vector<double>> grad_w_internal;
-    run_adjoint<T, ORDER, Stored>(b, store, adjoint_source, grad_ca, grad_cb, grad_w_internal);
-
-    // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
-    std::vector<double> g_eps(grad_ca.size(), 0.0), g_sig(grad_ca.size(), 0.0);
-    for (int iz = 0; iz < s.grid.nz; ++iz)
-        for (int ix = 0; ix < s.grid.nx; ++ix) {
-            const int mz = s.model_row(iz), mx = s.model_col(ix);
-            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx),
-                                                         s.time.dt_internal);
-            const std::size_t i = s.grid.index(iz, ix);
-            g_eps[i] = grad_ca[i] * d.dca_deps_r + grad_cb[i] * d.dcb_deps_r;
-            g_sig[i] = grad_ca[i] * d.dca_dsigma + grad_cb[i] * d.dcb_dsigma;
-        }
-    out.grad_eps_r = fold_to_model(s, g_eps);
-    out.grad_sigma = fold_to_model(s, g_sig);
-    out.grad_wavelet.resize(s.shots.size());
-    for (std::size_t si = 0; si < s.shots.size(); ++si) {
-        out.grad_wavelet[si].assign(survey.nt, 0.0);
-        s.upsample.apply_transpose(grad_w_internal[si].data(), out.grad_wavelet[si].data());
-    }
-    return out;
-}
-
-/// Calls f.template operator()<T, ORDER>() for the run-time precision and order.
-template <typename F>
-decltype(auto) dispatch(Precision p, int order, F&& f) {
-    auto by_order = [&]<typename T>() -> decltype(auto) {
-        switch (order) {
-            case 2: return f.template operator()<T, 2>();
-            case 4: return f.template operator()<T, 4>();
-            case 6: return f.template operator()<T, 6>();
-            case 8: return f.template operator()<T, 8>();
-        }
-        throw InvalidArgument(fmt::format("stencil order must be 2, 4, 6 or 8, got {}", order));
-    };
-    if (p == Precision::single) return by_order.template operator()<float>();
-    return by_order.template operator()<double>();
-}
 
 }  // namespace
 
-CpuPropagator::CpuPropagator(const PropagatorOptions& options) : Propagator(options) {
+CpuPropagator::CpuPropagator(const PropagatorOptions& options) : EnginePropagator(options) {
     options_.validate();
 }
 
-Traces CpuPropagator::forward(const Model& model, const Survey& survey) {
-    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    return dispatch(options_.precision, options_.stencil_order, [&]<typename T, int ORDER>() {
-        Batch<T> b(s, options_.blowup_check_interval);
-        return to_user(s, run_forward<T, ORDER, T>(b, nullptr), survey.nt);
+std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup) {
+    return dispatch_kernel_types(options_, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
+        return std::make_unique<CpuEngine<T, ORDER, Stored>>(setup, options_);
     });
-}
-
-GradientResult CpuPropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
-    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    return dispatch(options_.precision, options_.stencil_order, [&]<typename T, int ORDER>() {
-        if (options_.snapshots.compression == SnapshotCompression::bf16)
-            return run_gradient<T, ORDER, Bf16>(s, model, survey, misfit, options_);
-        return run_gradient<T, ORDER, T>(s, model, survey, misfit, options_);
-    });
-}
-
-MemoryEstimate CpuPropagator::estimate_memory(const Model& model, const Survey& survey, bool gradient) const {
-    const PaddedGrid g(model.grid, options_.cpml.widths);
-    const TimeStepping t = plan_time_stepping(model, survey, options_.stencil_order, options_.allow_substeps);
-    const std::size_t word = options_.precision == Precision::single ? 4 : 8;
-    const std::size_t shots = survey.shots.size();
-    const std::size_t level = g.storage_size() * shots;
-    MemoryEstimate e;
-    // coefficients (3) + forward fields (7); gradient: adjoint fields (7) + scratch (4) + 2 double accumulators
-    e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
-    if (gradient) e.fields_bytes += 11 * level * word + 2 * level * sizeof(double);
-    if (gradient) {
-        const std::size_t stored = options_.snapshots.compression == SnapshotCompression::bf16 ? 2 : word;
-        e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / options_.snapshots.interval) * level * stored;
-    }
-    std::size_t receivers = 0;
-    for (const Shot& shot : survey.shots) receivers += shot.receivers.size();
-    e.traces_bytes = receivers * static_cast<std::size_t>(t.nt_internal) * sizeof(double) * (gradient ? 2 : 1);
-    return e;
 }
 
 }  // namespace gprfwi

@@ -104,6 +104,14 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     return s;
 }
 
+void throw_blowup(const PropagationSetup& s, const char* what, int shot, int step) {
+    throw NumericalBlowup(fmt::format(
+        "NaN or Inf in {} of shot {} at internal step {} of {} (user sample {}, t = {:.6g} s); "
+        "dt_internal = {:.6g} s, CFL limit {:.6g} s",
+        what, shot, step, s.time.nt_internal, step / s.time.ratio, (step + 1) * s.time.dt_internal,
+        s.time.dt_internal, s.time.dt_max));
+}
+
 Array2D fold_to_model(const PropagationSetup& s, const std::vector<double>& padded) {
     Array2D out(s.grid.model.nz, s.grid.model.nx, 0.0);
     for (int iz = 0; iz < s.grid.nz; ++iz) {

@@ -1,0 +1,53 @@
+#pragma once
+// What a backend implements for one batch: the forward time loop and the
+// adjoint time loop at the internal rate. Everything around them (misfit,
+// resampling, chain rule, folding onto the model) is shared, in
+// EnginePropagator, so every backend computes the same function by
+// construction and differs only in where its loops run.
+
+#include <memory>
+#include <vector>
+
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/setup.hpp"
+
+namespace gprfwi {
+
+/// Traces at the internal rate: [shot][receiver][nt_internal].
+using InternalTraces = std::vector<std::vector<std::vector<double>>>;
+
+InternalTraces make_internal_traces(const PropagationSetup& setup);
+
+struct AdjointResult {
+    /// sum over shots and kept levels of w * lambda^{n+1} Ey^n and of
+    /// w * lambda^{n+1} Ey^{n+1}, per padded node (PaddedGrid layout).
+    std::vector<double> g_prev, g_next;
+    /// dJ / d wavelet_internal [shot][nt_internal].
+    std::vector<std::vector<double>> grad_wavelet_internal;
+};
+
+class Engine {
+public:
+    virtual ~Engine() = default;
+    /// Forward run from zero fields; keeps Ey levels for a later adjoint()
+    /// when keep_levels is true.
+    virtual InternalTraces forward(bool keep_levels) = 0;
+    /// Adjoint run driven by the internal-rate adjoint source; needs a
+    /// preceding forward(true).
+    virtual AdjointResult adjoint(const InternalTraces& adjoint_source) = 0;
+};
+
+/// A Propagator built on an Engine: one orchestration for every backend.
+class EnginePropagator : public Propagator {
+public:
+    Traces forward(const Model& model, const Survey& survey) override;
+    GradientResult gradient(const Model& model, const Survey& survey, const Misfit& misfit) override;
+    using Propagator::gradient;
+    MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
+
+protected:
+    using Propagator::Propagator;
+    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup) = 0;
+};
+
+}  // namespace gprfwi

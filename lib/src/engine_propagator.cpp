@@ -1,0 +1,105 @@
+// The orchestration shared by every backend:
+//   forward:  traces = D (engine forward)
+//   gradient: J, r = misfit(traces); lambda source = D^T r;
+//             (g_prev, g_next, dJ/dw_internal) = engine adjoint;
+//             dJ/dca = g_prev, dJ/dcb = (g_next - ca g_prev)/cb at every padded
+//             node; chain rule to (eps_r, sigma); fold onto the model;
+//             dJ/dwavelet = U^T dJ/dw_internal.
+
+#include "gprfwi/engine.hpp"
+
+#include "gprfwi/material.hpp"
+
+namespace gprfwi {
+
+InternalTraces make_internal_traces(const PropagationSetup& s) {
+    InternalTraces t(s.shots.size());
+    for (std::size_t i = 0; i < s.shots.size(); ++i)
+        t[i].assign(s.shots[i].receivers.size(), std::vector<double>(s.time.nt_internal, 0.0));
+    return t;
+}
+
+namespace {
+
+Traces to_user(const PropagationSetup& s, const InternalTraces& internal, int nt) {
+    Traces out;
+    for (std::size_t si = 0; si < internal.size(); ++si) {
+        out.emplace_back(static_cast<int>(internal[si].size()), nt);
+        for (std::size_t r = 0; r < internal[si].size(); ++r)
+            s.downsample.apply(internal[si][r].data(), out[si].receiver(static_cast<int>(r)));
+    }
+    return out;
+}
+
+InternalTraces to_internal_adjoint(const PropagationSetup& s, const Traces& adjoint_source) {
+    InternalTraces r = make_internal_traces(s);
+    for (std::size_t si = 0; si < s.shots.size(); ++si)
+        for (std::size_t k = 0; k < r[si].size(); ++k)
+            s.downsample.apply_transpose(adjoint_source[si].receiver(static_cast<int>(k)), r[si][k].data());
+    return r;
+}
+
+/// ca, cb as the engine used them (rounded to the arithmetic type).
+double as_used(double v, Precision p) { return p == Precision::single ? static_cast<double>(static_cast<float>(v)) : v; }
+
+}  // namespace
+
+Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
+    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
+    return to_user(s, make_engine(s)->forward(false), survey.nt);
+}
+
+GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
+    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
+    auto engine = make_engine(s);
+    GradientResult out;
+    out.synthetic = to_user(s, engine->forward(true), survey.nt);
+    Traces adjoint_source = make_traces(survey);
+    out.misfit = misfit.evaluate(out.synthetic, adjoint_source);
+    check_traces_match(adjoint_source, survey, "adjoint source");
+    const AdjointResult a = engine->adjoint(to_internal_adjoint(s, adjoint_source));
+
+    // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
+    std::vector<double> g_eps(a.g_prev.size(), 0.0), g_sig(a.g_prev.size(), 0.0);
+    for (int iz = 0; iz < s.grid.nz; ++iz)
+        for (int ix = 0; ix < s.grid.nx; ++ix) {
+            const int mz = s.model_row(iz), mx = s.model_col(ix);
+            const std::size_t i = s.grid.index(iz, ix);
+            const double ca = as_used(s.ca[i], options_.precision), cb = as_used(s.cb[i], options_.precision);
+            const double grad_ca = a.g_prev[i];
+            const double grad_cb = (a.g_next[i] - ca * a.g_prev[i]) / cb;
+            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
+            g_eps[i] = grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r;
+            g_sig[i] = grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma;
+        }
+    out.grad_eps_r = fold_to_model(s, g_eps);
+    out.grad_sigma = fold_to_model(s, g_sig);
+    out.grad_wavelet.resize(s.shots.size());
+    for (std::size_t si = 0; si < s.shots.size(); ++si) {
+        out.grad_wavelet[si].assign(survey.nt, 0.0);
+        s.upsample.apply_transpose(a.grad_wavelet_internal[si].data(), out.grad_wavelet[si].data());
+    }
+    return out;
+}
+
+MemoryEstimate EnginePropagator::estimate_memory(const Model& model, const Survey& survey, bool gradient) const {
+    const PaddedGrid g(model.grid, options_.cpml.widths);
+    const TimeStepping t = plan_time_stepping(model, survey, options_.stencil_order, options_.allow_substeps);
+    const std::size_t word = options_.precision == Precision::single ? 4 : 8;
+    const std::size_t level = g.storage_size() * survey.shots.size();
+    MemoryEstimate e;
+    // coefficients (3) + forward fields (7); gradient: adjoint fields (7),
+    // scratch (4) and two double accumulators per shot
+    e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
+    if (gradient) {
+        e.fields_bytes += 11 * level * word + 2 * level * sizeof(double);
+        const std::size_t stored = options_.snapshots.compression == SnapshotCompression::bf16 ? 2 : word;
+        e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / options_.snapshots.interval) * level * stored;
+    }
+    std::size_t receivers = 0;
+    for (const Shot& shot : survey.shots) receivers += shot.receivers.size();
+    e.traces_bytes = receivers * static_cast<std::size_t>(t.nt_internal) * sizeof(double) * (gradient ? 2 : 1);
+    return e;
+}
+
+}  // namespace gprfwi
