@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "gprfwi/constants.hpp"
+#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/propagator.hpp"
 #include "gprfwi/stencil.hpp"
@@ -28,7 +29,8 @@ struct BenchArgs {
     std::string mode = "forward";
     std::string precision = "single";
     std::string compression = "none";
-    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3;
+    std::string storage = "device";
+    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1;
 };
 
 double now_s() {
@@ -54,26 +56,37 @@ double host_copy_bandwidth() {
     return best;
 }
 
-// Fewest bytes a cell-step must move through memory in these CPU kernels:
-// forward 12 arrays of T (H pass: Ey, Hx, Hz, cq in, Hx, Hz out; E pass: Hx, Hz,
-// Ey, ca, cb in, Ey out); gradient adds the snapshot store, the three adjoint
-// passes (19 arrays of T) and the imaging (2 stored levels, 2 double accumulators in and out).
-double bytes_per_cell_step(bool gradient, std::size_t word, std::size_t stored) {
-    if (!gradient) return 12.0 * word;
-    return 12.0 * word + stored + 19.0 * word + 2.0 * stored + 4.0 * 8.0;
+// Fewest bytes a cell-step must move through memory in these kernels.
+// CPU (coefficients re-read per shot): forward 12 arrays of T (H pass: Ey, Hx,
+// Hz, cq in, Hx, Hz out; E pass: Hx, Hz, Ey, ca, cb in, Ey out); the gradient
+// adds the kept level, the three adjoint passes (19 arrays of T) and the
+// imaging (2 kept levels in, 2 double accumulators in and out).
+// CUDA (coefficients read once per node for all shots): forward 9 arrays of T
+// plus 3/shots, the adjoint 16 plus 3/shots.
+double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots) {
+    const double coef = cuda ? 3.0 / shots : 3.0;
+    const double forward = (cuda ? 9.0 : 9.0) * word + coef * word;
+    if (!gradient) return forward;
+    const double adjoint = (cuda ? 16.0 : 16.0) * word + coef * word;
+    return forward + adjoint + 3.0 * stored + 4.0 * 8.0;
 }
 
 void run_bench(const BenchArgs& a) {
     const bool gradient = a.mode == "gradient";
     if (!gradient && a.mode != "forward")
         throw InvalidArgument(fmt::format("--mode must be 'forward' or 'gradient', got '{}'", a.mode));
+    if (a.storage != "device")
+        throw InvalidArgument(fmt::format("--storage '{}' is not available yet: kept levels live in the "
+                                          "backend's own memory ('device')", a.storage));
     PropagatorOptions opt;
     opt.backend = parse_backend(a.backend);
     opt.precision = parse_precision(a.precision);
     opt.stencil_order = a.stencil;
     opt.cpml.widths = PmlWidths::uniform(a.pml);
     opt.snapshots.compression = parse_compression(a.compression);
+    opt.snapshots.interval = a.interval;
     auto prop = make_propagator(opt);
+    const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
     const Grid grid{a.nx, a.nz, 0.01, 0.01};
     Model model = Model::uniform(grid, 9.0, 0.005);
@@ -90,7 +103,7 @@ void run_bench(const BenchArgs& a) {
         survey.shots.push_back(shot);
     }
     const MemoryEstimate mem = prop->estimate_memory(model, survey, gradient);
-    const double bandwidth = host_copy_bandwidth();
+    const double bandwidth = cuda ? cuda_copy_bandwidth() : host_copy_bandwidth();
     const Traces observed = make_traces(survey);
 
     auto run_once = [&] {
@@ -98,36 +111,44 @@ void run_bench(const BenchArgs& a) {
         else prop->forward(model, survey);
     };
     run_once();  // warm-up: page faults and first-touch out of the timing
-    std::vector<double> times;
+    std::vector<double> times, calls;
     for (int r = 0; r < a.repeats; ++r) {
         const double t0 = now_s();
         run_once();
-        times.push_back(now_s() - t0);
+        calls.push_back(now_s() - t0);
+        times.push_back(prop->last_timings().forward_s + prop->last_timings().adjoint_s);
     }
     std::sort(times.begin(), times.end());
-    const double seconds = times[times.size() / 2];
+    std::sort(calls.begin(), calls.end());
+    const double seconds = times[times.size() / 2], call_seconds = calls[calls.size() / 2];
     const double cells = static_cast<double>(a.nx + 2 * a.pml) * (a.nz + 2 * a.pml);
     const double rate = cells * a.shots * a.nt / seconds;
     const std::size_t word = opt.precision == Precision::single ? 4 : 8;
     const std::size_t stored = opt.snapshots.compression == SnapshotCompression::bf16 ? 2 : word;
-    const double bytes = bytes_per_cell_step(gradient, word, stored);
+    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots);
+    const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
     const double achieved = rate * bytes;
     fmt::print("gprfwi bench: {} {} on {} ({} threads), {} precision, stencil {}, snapshots {}\n", a.mode,
                prop->name(), a.backend, omp_get_max_threads(), a.precision, a.stencil, a.compression);
-    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s), {} steps; median of {} runs: {:.3f} s\n",
-               a.nx, a.nz, a.pml, cells, a.shots, a.nt, a.repeats, seconds);
+    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s), {} steps; median of {} runs: {:.3f} s in "
+               "the time loops ({:.3f} s per call with set-up and host work)\n",
+               a.nx, a.nz, a.pml, cells, a.shots, a.nt, a.repeats, seconds, call_seconds);
     fmt::print("  {:.4g} cell-steps/s; at {:.0f} bytes/cell-step that is {:.3g} GB/s of the {:.3g} GB/s copy "
                "bandwidth measured now ({:.0f}%)\n",
                rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
-    fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g})\n", mem.total() / 1073741824.0,
-               mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0);
+    fmt::print("  {:.1f}% of the fused-kernel roofline (36 bytes per cell-step and direction: {:.4g} cell-steps/s)\n",
+               100.0 * rate / fused_roofline, fused_roofline);
+    fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g}); peak on the device {:.3g} GiB\n",
+               mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,
+               prop->peak_device_bytes() / 1073741824.0);
     fmt::print("{{\"backend\":\"{}\",\"mode\":\"{}\",\"precision\":\"{}\",\"stencil\":{},\"compression\":\"{}\","
                "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},\"seconds\":{:.6g},"
                "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
-               "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"peak_bytes\":{}}}\n",
+               "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
+               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
                omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
-               mem.total());
+               rate / fused_roofline, call_seconds, a.interval, a.storage, prop->peak_device_bytes(), mem.total());
 }
 
 }  // namespace
@@ -138,7 +159,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
     cmd->add_option("--mode", a->mode, "forward | gradient")->capture_default_str();
     cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
-    cmd->add_option("--compression", a->compression, "Snapshot storage: none | bf16")->capture_default_str();
+    cmd->add_option("--compression", a->compression, "Snapshot storage type: none | bf16")->capture_default_str();
+    cmd->add_option("--storage", a->storage, "Where kept levels live: device")->capture_default_str();
+    cmd->add_option("--interval", a->interval, "Keep every k-th forward level")->capture_default_str();
     cmd->add_option("--nx", a->nx, "Model nodes in x")->capture_default_str();
     cmd->add_option("--nz", a->nz, "Model nodes in z")->capture_default_str();
     cmd->add_option("--pml", a->pml, "CPML cells per side")->capture_default_str();

@@ -2,7 +2,7 @@
 // The single place where run-time choices become template parameters:
 // arithmetic type T (precision), stencil order, and snapshot storage type.
 
-#include <fmt/format.h>
+#include <string>
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/propagator.hpp"
@@ -25,7 +25,7 @@ decltype(auto) dispatch_kernel_types(const PropagatorOptions& o, F&& f) {
             case 6: return by_storage.template operator()<T, 6>();
             case 8: return by_storage.template operator()<T, 8>();
         }
-        throw InvalidArgument(fmt::format("stencil order must be 2, 4, 6 or 8, got {}", o.stencil_order));
+        throw InvalidArgument("stencil order must be 2, 4, 6 or 8, got " + std::to_string(o.stencil_order));
     };
     if (o.precision == Precision::single) return by_order.template operator()<float>();
     return by_order.template operator()<double>();

@@ -127,4 +127,87 @@ template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s);
 
 }  // namespace cpu
+
+/// Sparse point operators of a batch, flattened for the GPU.
+struct SparseOperators {
+    // source term: Ey[shot][index] += weight * wavelet[shot][m]
+    int n_source_points = 0;
+    const int* source_shot;
+    const std::size_t* source_index;
+    const double* source_weight;
+    // receiver rows (one per shot and receiver), CSR over their weights
+    int n_rows = 0;
+    const int* row_shot;
+    const int* row_begin;            // n_rows + 1
+    const std::size_t* row_index;
+    const double* row_weight;
+    // the transpose of the sampling, grouped by node: node j adds, in order,
+    // weight * adjoint_source[row] for its entries [node_begin[j], node_begin[j+1])
+    int n_nodes = 0;
+    const int* node_shot;
+    const std::size_t* node_index;
+    const int* node_begin;           // n_nodes + 1
+    const int* node_row;
+    const double* node_weight;
+    // the source term's transpose, per shot, CSR over the shot's source points
+    int n_shots = 0;
+    const int* shot_source_begin;    // n_shots + 1, into the source arrays
+};
+
+namespace cuda {
+
+/// cudaStream_t without including the CUDA headers.
+using Stream = struct CUstream_st*;
+
+template <typename T, int ORDER>
+void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+              const CpmlAxis<T>& z, const TmFields<T>& f, Stream stream);
+
+/// As cpu::update_e; also writes Ey^{n+1} to `keep` (a kept level) when non-null.
+template <typename T, int ORDER, typename Stored>
+void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+              const CpmlAxis<T>& z, const TmFields<T>& f, Stored* keep, Stream stream);
+
+/// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too.
+template <typename T, typename Stored>
+void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets,
+                    int nt_internal, int m, T* ey, Stored* keep, Stream stream);
+
+/// traces[row][m] = receiver weights . Ey (traces [row][nt_internal]).
+template <typename T>
+void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces,
+                      int nt_internal, int m, Stream stream);
+
+/// lambda_ey += receiver weights * adjoint_source[row][m], per node in CPU order.
+template <typename T>
+void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source,
+                            int nt_internal, int m, T* lambda_ey, Stream stream);
+
+/// grad_wavelet[shot][m] = source weights . lambda_ey.
+template <typename T>
+void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lambda_ey,
+                     double* grad_wavelet, int nt_internal, int m, Stream stream);
+
+template <typename T, typename Stored>
+void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                       const ImagingView<T, Stored>* img, Stream stream);
+
+template <typename T, int ORDER>
+void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+               const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream);
+
+template <typename T, int ORDER>
+void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                      Stream stream);
+
+/// out[i] = sum over shots, in shot order, of per_shot[shot][i].
+template <typename T>
+void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out, Stream stream);
+
+/// Sets *flag to 1 if any value of the batch is NaN or Inf.
+template <typename T>
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream stream);
+
+}  // namespace cuda
 }  // namespace gprfwi::kernels

@@ -50,8 +50,11 @@ struct PropagatorOptions {
     /// When the survey's dt exceeds the CFL limit: take internal sub-steps
     /// (true) or throw UnstableTimeStep (false).
     bool allow_substeps = true;
-    /// Check the wavefields for NaN/Inf every this many internal steps (0: never).
+    /// Check the wavefields for NaN/Inf every this many internal steps (0: only
+    /// at the first and last step).
     int blowup_check_interval = 64;
+    /// CUDA device; < 0 selects the MPI local rank modulo the device count.
+    int device = -1;
 
     void validate() const;
 };
@@ -77,6 +80,14 @@ struct GradientResult {
     Array2D grad_sigma;  // dJ/d sigma, per S/m
     std::vector<std::vector<double>> grad_wavelet;  // dJ/d wavelet[shot][n], per A
     Traces synthetic;
+};
+
+/// Wall-clock seconds of the phases of the last forward or gradient call.
+struct RunTimings {
+    double setup_s = 0;    // coefficients, CPML, weights, device allocation and upload
+    double forward_s = 0;  // forward time loop, traces back to the host
+    double adjoint_s = 0;  // adjoint time loop, gradients back to the host
+    double other_s = 0;    // misfit, resampling, chain rule, folding
 };
 
 struct MemoryEstimate {
@@ -106,9 +117,16 @@ public:
     virtual MemoryEstimate estimate_memory(const Model& model, const Survey& survey,
                                            bool gradient) const = 0;
 
+    /// Largest device memory one run of this propagator has held (0 on the CPU).
+    virtual std::size_t peak_device_bytes() const { return 0; }
+
+    /// Phases of the last forward or gradient call.
+    const RunTimings& last_timings() const { return timings_; }
+
 protected:
     explicit Propagator(const PropagatorOptions& options) : options_(options) {}
     PropagatorOptions options_;
+    RunTimings timings_;
 };
 
 /// The propagator for options.backend; `automatic` picks CUDA when a usable

@@ -15,19 +15,35 @@ struct Bf16 {
     std::uint16_t bits;
 };
 
-GPRFWI_HD Bf16 to_bf16(float v) {
+GPRFWI_HD std::uint32_t float_bits(float v) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(v);
+#else
     std::uint32_t u;
     std::memcpy(&u, &v, sizeof u);
+    return u;
+#endif
+}
+
+GPRFWI_HD float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+#endif
+}
+
+GPRFWI_HD Bf16 to_bf16(float v) {
+    std::uint32_t u = float_bits(v);
     if ((u & 0x7f800000u) == 0x7f800000u) return Bf16{static_cast<std::uint16_t>(u >> 16)};  // Inf, NaN
     u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
     return Bf16{static_cast<std::uint16_t>(u >> 16)};
 }
 
 GPRFWI_HD float from_bf16(Bf16 b) {
-    const std::uint32_t u = static_cast<std::uint32_t>(b.bits) << 16;
-    float v;
-    std::memcpy(&v, &u, sizeof v);
-    return v;
+    return bits_float(static_cast<std::uint32_t>(b.bits) << 16);
 }
 
 /// Store an arithmetic value as S.

@@ -8,6 +8,8 @@
 
 #include "gprfwi/engine.hpp"
 
+#include <chrono>
+
 #include "gprfwi/material.hpp"
 
 namespace gprfwi {
@@ -39,25 +41,51 @@ InternalTraces to_internal_adjoint(const PropagationSetup& s, const Traces& adjo
     return r;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// ca, cb as the engine used them (rounded to the arithmetic type).
 double as_used(double v, Precision p) { return p == Precision::single ? static_cast<double>(static_cast<float>(v)) : v; }
 
 }  // namespace
 
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
+    timings_ = {};
+    auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    return to_user(s, make_engine(s)->forward(false), survey.nt);
+    auto engine = make_engine(s);
+    timings_.setup_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const InternalTraces internal = engine->forward(false);
+    timings_.forward_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    Traces out = to_user(s, internal, survey.nt);
+    timings_.other_s = seconds_since(t0);
+    return out;
 }
 
 GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
+    timings_ = {};
+    auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
     auto engine = make_engine(s);
+    timings_.setup_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const InternalTraces internal = engine->forward(true);
+    timings_.forward_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
     GradientResult out;
-    out.synthetic = to_user(s, engine->forward(true), survey.nt);
+    out.synthetic = to_user(s, internal, survey.nt);
     Traces adjoint_source = make_traces(survey);
     out.misfit = misfit.evaluate(out.synthetic, adjoint_source);
     check_traces_match(adjoint_source, survey, "adjoint source");
-    const AdjointResult a = engine->adjoint(to_internal_adjoint(s, adjoint_source));
+    const InternalTraces r_internal = to_internal_adjoint(s, adjoint_source);
+    timings_.other_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const AdjointResult a = engine->adjoint(r_internal);
+    timings_.adjoint_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
 
     // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
     std::vector<double> g_eps(a.g_prev.size(), 0.0), g_sig(a.g_prev.size(), 0.0);
@@ -79,6 +107,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
         out.grad_wavelet[si].assign(survey.nt, 0.0);
         s.upsample.apply_transpose(a.grad_wavelet_internal[si].data(), out.grad_wavelet[si].data());
     }
+    timings_.other_s += seconds_since(t0);
     return out;
 }
 

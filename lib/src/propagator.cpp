@@ -5,6 +5,7 @@
 
 #include "gprfwi/constants.hpp"
 #include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/stencil.hpp"
 
@@ -40,6 +41,7 @@ void PropagatorOptions::validate() const {
     cpml.validate();
     if (snapshots.interval < 1)
         throw InvalidArgument(fmt::format("snapshot interval must be >= 1, got {}", snapshots.interval));
+    if (device < -1) throw InvalidArgument(fmt::format("device must be >= 0, or -1 for automatic, got {}", device));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));
 }
@@ -100,15 +102,11 @@ double LinearFunctional::evaluate(const Traces& synthetic, Traces& adjoint_sourc
     return j;
 }
 
-#ifndef GPRFWI_HAVE_CUDA
-bool cuda_backend_compiled() { return false; }
-#endif
-
 std::unique_ptr<Propagator> make_propagator(const PropagatorOptions& options) {
     options.validate();
-    if (options.backend == BackendKind::cuda)
-        throw NotCompiled("backend 'cuda' was requested, but the CUDA backend is not implemented in "
-                          "this version of gprfwi; use backend 'cpu' or 'auto'");
+    if (options.backend == BackendKind::cuda ||
+        (options.backend == BackendKind::automatic && cuda_device_count() > 0))
+        return make_cuda_propagator(options);
     return std::make_unique<CpuPropagator>(options);
 }
 

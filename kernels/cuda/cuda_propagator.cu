@@ -1,0 +1,456 @@
+// The CUDA engine: the same time loops as the CPU engine
+// (lib/src/cpu_propagator.cpp), with every array on the GPU and every step a
+// sequence of kernels on one stream. Kept levels stay on the device.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "cuda_check.hpp"
+#include "gprfwi/cuda_backend.hpp"
+#include "gprfwi/dispatch.hpp"
+#include "gprfwi/engine.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/kernels.hpp"
+
+namespace gprfwi {
+
+namespace {
+
+namespace k = kernels;
+
+/// An owning device array; `bytes` adds its size to the engine's total.
+template <typename T>
+class DeviceArray {
+public:
+    DeviceArray() = default;
+    DeviceArray(std::size_t n, std::size_t& bytes) : n_(n) {
+        if (n == 0) return;
+        GPRFWI_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
+        bytes += n * sizeof(T);
+    }
+    DeviceArray(const std::vector<T>& host, std::size_t& bytes) : DeviceArray(host.size(), bytes) {
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    }
+    DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+    DeviceArray& operator=(DeviceArray&& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(n_, o.n_);
+        return *this;
+    }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    ~DeviceArray() {
+        if (p_) cudaFree(p_);
+    }
+    T* get() const { return p_; }
+    std::size_t size() const { return n_; }
+    void zero(cudaStream_t s) const {
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(p_, 0, n_ * sizeof(T), s));
+    }
+    std::vector<T> download() const {
+        std::vector<T> h(n_);
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+        return h;
+    }
+
+private:
+    T* p_ = nullptr;
+    std::size_t n_ = 0;
+};
+
+template <typename T>
+std::vector<T> convert(const std::vector<double>& v) {
+    return std::vector<T>(v.begin(), v.end());
+}
+
+template <typename T>
+struct DeviceAxis {
+    DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
+    int low_end = 0, high_begin = 0;
+    DeviceAxis(const CpmlAxisProfile& p, std::size_t& bytes)
+        : ik_int(convert<T>(p.inv_kappa_int), bytes), a_int(convert<T>(p.a_int), bytes),
+          b_int(convert<T>(p.b_int), bytes), ik_half(convert<T>(p.inv_kappa_half), bytes),
+          a_half(convert<T>(p.a_half), bytes), b_half(convert<T>(p.b_half), bytes), low_end(p.strip_low_end),
+          high_begin(p.strip_high_begin) {}
+    k::CpmlAxis<T> view() const {
+        return {ik_int.get(), a_int.get(), b_int.get(), ik_half.get(), a_half.get(), b_half.get(), low_end,
+                high_begin};
+    }
+};
+
+template <typename T>
+struct DeviceFields {
+    DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
+    DeviceFields(std::size_t n, std::size_t& bytes)
+        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(n, bytes), psi_ey_z(n, bytes), psi_hz_x(n, bytes),
+          psi_hx_z(n, bytes) {}
+    void zero(cudaStream_t s) const {
+        for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
+    }
+    k::TmFields<T> view() const {
+        return {ey.get(), hx.get(), hz.get(), psi_ey_x.get(), psi_ey_z.get(), psi_hz_x.get(), psi_hx_z.get()};
+    }
+};
+
+/// The batch's point operators, flattened (see kernels::SparseOperators).
+struct DeviceSparse {
+    DeviceArray<int> source_shot, row_shot, row_begin, node_shot, node_begin, node_row, shot_source_begin;
+    DeviceArray<std::size_t> source_index, row_index, node_index;
+    DeviceArray<double> source_weight, row_weight, node_weight, wavelets;
+    k::SparseOperators view{};
+
+    DeviceSparse(const PropagationSetup& s, std::size_t& bytes) {
+        std::vector<int> src_shot, r_shot, r_begin{0}, n_shot, n_begin{0}, n_row, shot_begin{0};
+        std::vector<std::size_t> src_index, r_index, n_index;
+        std::vector<double> src_weight, r_weight, n_weight, wav;
+        std::map<std::pair<int, std::size_t>, std::vector<std::pair<int, double>>> by_node;
+        std::vector<std::pair<int, std::size_t>> node_order;
+        for (std::size_t si = 0; si < s.shots.size(); ++si) {
+            const ShotOperators& op = s.shots[si];
+            for (const PointWeight& pw : op.source) {
+                src_shot.push_back(static_cast<int>(si));
+                src_index.push_back(pw.index);
+                src_weight.push_back(pw.weight);
+            }
+            shot_begin.push_back(static_cast<int>(src_index.size()));
+            for (const auto& rec : op.receivers) {
+                const int row = static_cast<int>(r_shot.size());
+                r_shot.push_back(static_cast<int>(si));
+                for (const PointWeight& pw : rec) {
+                    r_index.push_back(pw.index);
+                    r_weight.push_back(pw.weight);
+                    const auto key = std::make_pair(static_cast<int>(si), pw.index);
+                    auto [it, inserted] = by_node.try_emplace(key);
+                    if (inserted) node_order.push_back(key);
+                    it->second.emplace_back(row, pw.weight);
+                }
+                r_begin.push_back(static_cast<int>(r_index.size()));
+            }
+            wav.insert(wav.end(), op.wavelet_internal.begin(), op.wavelet_internal.end());
+        }
+        for (const auto& key : node_order) {
+            n_shot.push_back(key.first);
+            n_index.push_back(key.second);
+            for (const auto& [row, w] : by_node[key]) {
+                n_row.push_back(row);
+                n_weight.push_back(w);
+            }
+            n_begin.push_back(static_cast<int>(n_row.size()));
+        }
+        source_shot = DeviceArray<int>(src_shot, bytes);
+        source_index = DeviceArray<std::size_t>(src_index, bytes);
+        source_weight = DeviceArray<double>(src_weight, bytes);
+        row_shot = DeviceArray<int>(r_shot, bytes);
+        row_begin = DeviceArray<int>(r_begin, bytes);
+        row_index = DeviceArray<std::size_t>(r_index, bytes);
+        row_weight = DeviceArray<double>(r_weight, bytes);
+        node_shot = DeviceArray<int>(n_shot, bytes);
+        node_index = DeviceArray<std::size_t>(n_index, bytes);
+        node_begin = DeviceArray<int>(n_begin, bytes);
+        node_row = DeviceArray<int>(n_row, bytes);
+        node_weight = DeviceArray<double>(n_weight, bytes);
+        shot_source_begin = DeviceArray<int>(shot_begin, bytes);
+        wavelets = DeviceArray<double>(wav, bytes);
+        view = {static_cast<int>(src_index.size()), source_shot.get(), source_index.get(), source_weight.get(),
+                static_cast<int>(r_shot.size()), row_shot.get(), row_begin.get(), row_index.get(), row_weight.get(),
+                static_cast<int>(n_shot.size()), node_shot.get(), node_index.get(), node_begin.get(), node_row.get(),
+                node_weight.get(), static_cast<int>(s.shots.size()), shot_source_begin.get()};
+    }
+};
+
+std::string device_name(int device) {
+    cudaDeviceProp p{};
+    GPRFWI_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    return p.name;
+}
+
+template <typename T, int ORDER, typename Stored>
+class CudaEngine final : public Engine {
+public:
+    CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, std::size_t& peak)
+        : s_(s), opt_(o), device_(device), peak_(peak) {
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        g_.nx = s.grid.nx;
+        g_.nz = s.grid.nz;
+        g_.stride = s.grid.stride;
+        g_.shot_stride = s.grid.storage_size();
+        g_.origin = s.grid.index(0, 0);
+        g_.n_shots = static_cast<int>(s.shots.size());
+        g_.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
+        g_.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
+    }
+    ~CudaEngine() override {
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    InternalTraces forward(bool keep_levels) override {
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        allocate(keep_levels);
+        const auto f = fields_->view();
+        const auto x = x_->view(), z = z_->view();
+        const int nt = s_.time.nt_internal;
+        fields_->zero(stream_);
+        for (int m = 0; m < nt; ++m) {
+            Stored* keep = keep_levels ? level(m + 1) : nullptr;
+            // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
+            k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
+            k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
+            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+            k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
+            if (check_now(m)) check_finite(f.ey, m, "Ey");
+        }
+        levels_kept_ = keep_levels;
+        const std::vector<double> flat = traces_.download();
+        InternalTraces out = make_internal_traces(s_);
+        std::size_t row = 0;
+        for (auto& shot : out)
+            for (auto& trace : shot) {
+                std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(row * nt), nt, trace.begin());
+                ++row;
+            }
+        return out;
+    }
+
+    AdjointResult adjoint(const InternalTraces& r_internal) override {
+        if (!levels_kept_) throw Error("CudaEngine::adjoint needs a forward run that kept its levels");
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        const int nt = s_.time.nt_internal;
+        std::vector<double> flat;
+        for (const auto& shot : r_internal)
+            for (const auto& trace : shot) flat.insert(flat.end(), trace.begin(), trace.end());
+        GPRFWI_CUDA_CHECK(cudaMemcpy(traces_.get(), flat.data(), flat.size() * sizeof(double), cudaMemcpyHostToDevice));
+        const auto adj = adjoint_->view();
+        const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
+        const auto x = x_->view(), z = z_->view();
+        adjoint_->zero(stream_);
+        for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
+        g_prev_.zero(stream_);
+        g_next_.zero(stream_);
+        for (int m = nt - 1; m >= 0; --m) {
+            // transpose of the receiver sampling, then of the source term
+            k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
+            k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
+            const Stored* prev = level(m);
+            const Stored* next = level(m + 1);
+            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(opt_.snapshots.interval),
+                                                g_prev_.get(), g_next_.get()};
+            k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
+                                                  stream_);
+            k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
+            k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
+            if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+        }
+        DeviceArray<double> sum(g_.shot_stride, peak_scratch_);
+        AdjointResult out;
+        k::cuda::sum_over_shots<T>(g_, g_prev_.get(), sum.get(), stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        out.g_prev = sum.download();
+        k::cuda::sum_over_shots<T>(g_, g_next_.get(), sum.get(), stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        out.g_next = sum.download();
+        const std::vector<double> gw = grad_wavelet_.download();
+        out.grad_wavelet_internal.resize(s_.shots.size());
+        for (std::size_t si = 0; si < s_.shots.size(); ++si)
+            out.grad_wavelet_internal[si].assign(gw.begin() + static_cast<std::ptrdiff_t>(si * nt),
+                                                 gw.begin() + static_cast<std::ptrdiff_t>((si + 1) * nt));
+        return out;
+    }
+
+private:
+    std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
+    k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get()}; }
+
+    /// Device storage of kept level L (interval k: L % k == 0), or nullptr.
+    Stored* level(int L) const {
+        const int k = opt_.snapshots.interval;
+        if (L <= 0 || L % k != 0 || L / k > n_levels_) return nullptr;
+        return levels_.get() + static_cast<std::size_t>(L / k - 1) * batch_size();
+    }
+
+    /// Bytes this engine needs on the device for a forward (and the adjoint after it).
+    std::size_t bytes_needed(bool gradient) const {
+        const std::size_t n = batch_size(), cells = g_.shot_stride;
+        std::size_t rows = 0, points = 0;
+        for (const auto& op : s_.shots) {
+            rows += op.receivers.size();
+            for (const auto& r : op.receivers) points += r.size();
+            points += op.source.size();
+        }
+        std::size_t b = 3 * cells * sizeof(T) + 7 * n * sizeof(T) +
+                        (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
+        if (gradient)
+            b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double) +
+                 static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval) * n * sizeof(Stored);
+        return b;
+    }
+
+    void check_memory(bool gradient) const {
+        std::size_t free_b = 0, total_b = 0;
+        GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        const std::size_t need = bytes_needed(gradient);
+        if (need <= free_b) return;
+        const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval) * batch_size();
+        cuda_messages::throw_out_of_memory({device_, device_name(device_), g_.n_shots, need, free_b, total_b,
+                                            gradient ? snap * sizeof(Stored) : 0, snap * 2,
+                                            snap / 4 * sizeof(Stored)});
+    }
+
+    void allocate(bool gradient) {
+        if (fields_ && (!gradient || adjoint_)) return;
+        check_memory(gradient);
+        std::size_t bytes = 0;
+        if (!fields_) {
+            ca_ = DeviceArray<T>(convert<T>(s_.ca), bytes);
+            cb_ = DeviceArray<T>(convert<T>(s_.cb), bytes);
+            cq_ = DeviceArray<T>(convert<T>(s_.cq), bytes);
+            x_.emplace(s_.cpml_x, bytes);
+            z_.emplace(s_.cpml_z, bytes);
+            fields_.emplace(batch_size(), bytes);
+            sparse_.emplace(s_, bytes);
+            traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
+            flag_ = DeviceArray<int>(1, bytes);
+        }
+        if (gradient) {
+            const std::size_t n = batch_size();
+            adjoint_.emplace(n, bytes);
+            q_x_ = DeviceArray<T>(n, bytes);
+            q_z_ = DeviceArray<T>(n, bytes);
+            p_x_ = DeviceArray<T>(n, bytes);
+            p_z_ = DeviceArray<T>(n, bytes);
+            g_prev_ = DeviceArray<double>(n, bytes);
+            g_next_ = DeviceArray<double>(n, bytes);
+            grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
+            n_levels_ = s_.time.nt_internal / opt_.snapshots.interval;
+            levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
+            bytes += g_.shot_stride * sizeof(double);  // the final sum over shots
+        }
+        allocated_ += bytes;
+        peak_ = std::max(peak_, allocated_);
+    }
+
+    bool check_now(int step) const {
+        const int every = opt_.blowup_check_interval;
+        return (every > 0 && (step + 1) % every == 0) || step + 1 == s_.time.nt_internal || step == 0;
+    }
+
+    void check_finite(const T* field, int step, const char* what) {
+        flag_.zero(stream_);
+        for (int si = 0; si < g_.n_shots; ++si) {
+            k::GridParams<T> one = g_;
+            one.n_shots = 1;
+            k::cuda::flag_non_finite<T>(one, field + si * g_.shot_stride, flag_.get() , stream_);
+            int flag = 0;
+            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(&flag, flag_.get(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
+            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            if (flag) throw_blowup(s_, what, si, step);
+        }
+    }
+
+    const PropagationSetup& s_;
+    const PropagatorOptions& opt_;
+    int device_;
+    std::size_t& peak_;
+    std::size_t allocated_ = 0, peak_scratch_ = 0;
+    cudaStream_t stream_ = nullptr;
+    k::GridParams<T> g_;
+    DeviceArray<T> ca_, cb_, cq_;
+    std::optional<DeviceAxis<T>> x_, z_;
+    std::optional<DeviceFields<T>> fields_, adjoint_;
+    std::optional<DeviceSparse> sparse_;
+    DeviceArray<double> traces_, g_prev_, g_next_, grad_wavelet_;
+    DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
+    DeviceArray<Stored> levels_;
+    DeviceArray<int> flag_;
+    int n_levels_ = 0;
+    bool levels_kept_ = false;
+};
+
+class CudaPropagator final : public EnginePropagator {
+public:
+    explicit CudaPropagator(const PropagatorOptions& o) : EnginePropagator(o) {
+        options_.validate();
+        const int count = cuda_device_count();
+        if (count == 0)
+            throw Error("backend 'cuda' was requested but no usable CUDA GPU was found (no driver, no device, or "
+                        "CUDA_VISIBLE_DEVICES hides them)");
+        device_ = options_.device >= 0 ? options_.device : default_cuda_device();
+        if (device_ >= count)
+            throw InvalidArgument("CUDA device " + std::to_string(device_) + " requested, but only " +
+                                  std::to_string(count) + " are visible");
+        name_ = cuda_messages::device_label(device_, device_name(device_));
+    }
+    std::string name() const override { return name_; }
+    std::size_t peak_device_bytes() const override { return peak_; }
+
+protected:
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup) override {
+        return dispatch_kernel_types(options_, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
+            return std::make_unique<CudaEngine<T, ORDER, Stored>>(setup, options_, device_, peak_);
+        });
+    }
+
+private:
+    int device_ = 0;
+    std::string name_;
+    std::size_t peak_ = 0;
+};
+
+}  // namespace
+
+bool cuda_backend_compiled() { return true; }
+
+int cuda_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky-free error of a missing driver
+        return 0;
+    }
+    return n;
+}
+
+std::vector<std::string> cuda_device_names() {
+    std::vector<std::string> names;
+    for (int d = 0; d < cuda_device_count(); ++d) names.push_back(device_name(d));
+    return names;
+}
+
+int default_cuda_device() {
+    const int count = cuda_device_count();
+    for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
+        if (const char* v = std::getenv(var)) return count > 0 ? std::atoi(v) % count : 0;
+    return 0;
+}
+
+std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions& options) {
+    return std::make_unique<CudaPropagator>(options);
+}
+
+double cuda_copy_bandwidth(std::size_t bytes) {
+    std::size_t total = 0;
+    DeviceArray<char> a(bytes, total), b(bytes, total);
+    GPRFWI_CUDA_CHECK(cudaMemset(a.get(), 1, bytes));
+    cudaEvent_t start, stop;
+    GPRFWI_CUDA_CHECK(cudaEventCreate(&start));
+    GPRFWI_CUDA_CHECK(cudaEventCreate(&stop));
+    float best_ms = 1e30f;
+    for (int rep = 0; rep < 12; ++rep) {
+        GPRFWI_CUDA_CHECK(cudaEventRecord(start));
+        GPRFWI_CUDA_CHECK(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice));
+        GPRFWI_CUDA_CHECK(cudaEventRecord(stop));
+        GPRFWI_CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        GPRFWI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (rep >= 2) best_ms = std::min(best_ms, ms);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return 2.0 * static_cast<double>(bytes) / (best_ms * 1e-3);
+}
+
+}  // namespace gprfwi
