@@ -27,10 +27,12 @@ namespace {
 
 constexpr int kBlockX = 32, kBlockY = 8;
 
-template <typename T>
-dim3 node_grid(const GridParams<T>& g) {
-    return dim3((g.nx + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY);
-}
+/// The shot of a node kernel's thread: blockIdx.z.
+struct ShotRange {
+    int begin, end;
+};
+
+__device__ __forceinline__ ShotRange shot_range(int) { return {static_cast<int>(blockIdx.z), static_cast<int>(blockIdx.z) + 1}; }
 
 template <typename T, int ORDER>
 __device__ __forceinline__ T coef(int k) {
@@ -44,39 +46,44 @@ __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
     return i < lo || i >= hi;
 }
 
+// The forward node kernels run one thread per node and shot (blockIdx.z is the
+// shot) and issue all their loads before any arithmetic or store. Looping
+// over shots inside a thread, loading as it went, left them latency-bound at
+// ~30% of DRAM bandwidth; this form reaches ~45% (docs/performance.md, where
+// also more shots or rows per thread were measured and did not help).
+
 template <typename T, int ORDER>
 __global__ void update_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f) {
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
     if (ix >= g.nx || iz >= g.nz) return;
     const int stride = g.stride;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    const T cq = m.cq[i];
-    const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    for (int s = 0; s < g.n_shots; ++s) {
-        const std::size_t o = i + s * g.shot_stride;
-        const T* ey = f.ey + o;
-        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
-        T dx = 0, dz = 0;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix;  // node
+    const std::size_t o = c + blockIdx.z * g.shot_stride;                         // node of this shot
+    const T* __restrict__ ey = f.ey + o;
+    T* __restrict__ hx = f.hx;
+    T* __restrict__ hz = f.hz;
+    // loads: Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes, old H, cq
+    T dx = 0, dz = 0;
 #pragma unroll
-        for (int k = 0; k < ORDER / 2; ++k) {
-            dx += coef<T, ORDER>(k) * (ey[k + 1] - ey[-k]);
-            dz += coef<T, ORDER>(k) * (ey[(k + 1) * stride] - ey[-k * stride]);
-        }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        if (xp) {
-            const T psi = x.b_half[ix] * f.psi_ey_x[o] + x.a_half[ix] * dx;
-            f.psi_ey_x[o] = psi;
-            dx = dx * x.inv_kappa_half[ix] + psi;
-        }
-        if (zp) {
-            const T psi = z.b_half[iz] * f.psi_ey_z[o] + z.a_half[iz] * dz;
-            f.psi_ey_z[o] = psi;
-            dz = dz * z.inv_kappa_half[iz] + psi;
-        }
-        f.hx[o] -= cq * dz;
-        f.hz[o] += cq * dx;
+    for (int k = 0; k < ORDER / 2; ++k) {
+        dx += coef<T, ORDER>(k) * (ey[k + 1] - ey[-k]);
+        dz += coef<T, ORDER>(k) * (ey[(k + 1) * stride] - ey[-k * stride]);
     }
+    const T hx_old = hx[o], hz_old = hz[o], cq = m.cq[c];
+    dx *= g.inv_dx;
+    dz *= g.inv_dz;
+    if (in_strip(x, ix, g.nx)) {
+        const T psi = x.b_half[ix] * f.psi_ey_x[o] + x.a_half[ix] * dx;
+        f.psi_ey_x[o] = psi;
+        dx = dx * x.inv_kappa_half[ix] + psi;
+    }
+    if (in_strip(z, iz, g.nz)) {
+        const T psi = z.b_half[iz] * f.psi_ey_z[o] + z.a_half[iz] * dz;
+        f.psi_ey_z[o] = psi;
+        dz = dz * z.inv_kappa_half[iz] + psi;
+    }
+    hx[o] = hx_old - cq * dz;
+    hz[o] = hz_old + cq * dx;
 }
 
 template <typename T, int ORDER, typename Stored>
@@ -85,37 +92,35 @@ __global__ void update_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> 
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
     if (ix >= g.nx || iz >= g.nz) return;
     const int stride = g.stride;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    const T ca = m.ca[i], cb = m.cb[i];
-    const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    for (int s = 0; s < g.n_shots; ++s) {
-        const std::size_t o = i + s * g.shot_stride;
-        const T* hx = f.hx + o;
-        const T* hz = f.hz + o;
-        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
-        T dx = 0, dz = 0;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix;
+    const std::size_t o = c + blockIdx.z * g.shot_stride;
+    const T* __restrict__ hx = f.hx + o;
+    const T* __restrict__ hz = f.hz + o;
+    T* __restrict__ ey = f.ey;
+    // loads: Dx-[Hz], Dz-[Hx] onto the Ey nodes, old Ey, ca, cb
+    T dx = 0, dz = 0;
 #pragma unroll
-        for (int k = 0; k < ORDER / 2; ++k) {
-            dx += coef<T, ORDER>(k) * (hz[k] - hz[-k - 1]);
-            dz += coef<T, ORDER>(k) * (hx[k * stride] - hx[-(k + 1) * stride]);
-        }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        if (xp) {
-            const T psi = x.b_int[ix] * f.psi_hz_x[o] + x.a_int[ix] * dx;
-            f.psi_hz_x[o] = psi;
-            dx = dx * x.inv_kappa_int[ix] + psi;
-        }
-        if (zp) {
-            const T psi = z.b_int[iz] * f.psi_hx_z[o] + z.a_int[iz] * dz;
-            f.psi_hx_z[o] = psi;
-            dz = dz * z.inv_kappa_int[iz] + psi;
-        }
-        // Ey^{n+1} = ca*Ey^n + cb*curlH
-        const T ey = ca * f.ey[o] + cb * (dx - dz);
-        f.ey[o] = ey;
-        if (keep) keep[o] = store_as<Stored>(ey);
+    for (int k = 0; k < ORDER / 2; ++k) {
+        dx += coef<T, ORDER>(k) * (hz[k] - hz[-k - 1]);
+        dz += coef<T, ORDER>(k) * (hx[k * stride] - hx[-(k + 1) * stride]);
     }
+    const T ey_old = ey[o], ca = m.ca[c], cb = m.cb[c];
+    dx *= g.inv_dx;
+    dz *= g.inv_dz;
+    if (in_strip(x, ix, g.nx)) {
+        const T psi = x.b_int[ix] * f.psi_hz_x[o] + x.a_int[ix] * dx;
+        f.psi_hz_x[o] = psi;
+        dx = dx * x.inv_kappa_int[ix] + psi;
+    }
+    if (in_strip(z, iz, g.nz)) {
+        const T psi = z.b_int[iz] * f.psi_hx_z[o] + z.a_int[iz] * dz;
+        f.psi_hx_z[o] = psi;
+        dz = dz * z.inv_kappa_int[iz] + psi;
+    }
+    // Ey^{n+1} = ca*Ey^n + cb*curlH
+    const T e = ca * ey_old + cb * (dx - dz);
+    ey[o] = e;
+    if (keep) keep[o] = store_as<Stored>(e);
 }
 
 template <typename T, typename Stored>
@@ -130,16 +135,33 @@ __global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const
     if (keep) keep[o] = store_as<Stored>(v);
 }
 
+/// sum_j w_j * field[index_j] over entries [begin, end), added in j order as
+/// on the CPU (bitwise the same sum), by one warp: each lane loads its
+/// entries' products in parallel, then lane 0 adds them in order via shuffles.
+template <typename T>
+__device__ double warp_ordered_dot(int begin, int end, const std::size_t* index, const double* weight, const T* field) {
+    const int lane = threadIdx.x & 31;
+    double acc = 0;
+    for (int base = begin; base < end; base += 32) {
+        const int j = base + lane;
+        const double prod = j < end ? weight[j] * static_cast<double>(field[index[j]]) : 0.0;
+        const int count = end - base < 32 ? end - base : 32;
+        for (int l = 0; l < count; ++l) {
+            const double p = __shfl_sync(0xffffffffu, prod, l);
+            if (lane == 0) acc += p;
+        }
+    }
+    return acc;
+}
+
 template <typename T>
 __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, const T* ey, double* traces, int nt,
                                         int m) {
-    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per receiver row
     if (r >= op.n_rows) return;
-    const T* field = ey + op.row_shot[r] * g.shot_stride;
-    double acc = 0;
-    for (int j = op.row_begin[r]; j < op.row_begin[r + 1]; ++j)
-        acc += op.row_weight[j] * static_cast<double>(field[op.row_index[j]]);
-    traces[static_cast<std::size_t>(r) * nt + m] = acc;
+    const double acc =
+        warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight, ey + op.row_shot[r] * g.shot_stride);
+    if ((threadIdx.x & 31) == 0) traces[static_cast<std::size_t>(r) * nt + m] = acc;
 }
 
 template <typename T>
@@ -157,13 +179,11 @@ __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const
 template <typename T>
 __global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, const T* lam, double* grad, int nt,
                                        int m) {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    const int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per shot
     if (s >= op.n_shots) return;
-    const T* field = lam + s * g.shot_stride;
-    double acc = 0;
-    for (int e = op.shot_source_begin[s]; e < op.shot_source_begin[s + 1]; ++e)
-        acc += op.source_weight[e] * static_cast<double>(field[op.source_index[e]]);
-    grad[static_cast<std::size_t>(s) * nt + m] = acc;
+    const double acc = warp_ordered_dot(op.shot_source_begin[s], op.shot_source_begin[s + 1], op.source_index,
+                                        op.source_weight, lam + s * g.shot_stride);
+    if ((threadIdx.x & 31) == 0) grad[static_cast<std::size_t>(s) * nt + m] = acc;
 }
 
 template <typename T, typename Stored>
@@ -175,7 +195,8 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix;
     const T ca = m.ca[i], cb = m.cb[i];
     const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    for (int s = 0; s < g.n_shots; ++s) {
+    const ShotRange shots = shot_range(g.n_shots);
+    for (int s = shots.begin; s < shots.end; ++s) {
         const std::size_t o = i + s * g.shot_stride;
         const T lam = adj.ey[o];
         if (imaging) {
@@ -211,7 +232,8 @@ __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T>
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
     const T cq = m.cq[i];
     const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    for (int s = 0; s < g.n_shots; ++s) {
+    const ShotRange shots = shot_range(g.n_shots);
+    for (int s = shots.begin; s < shots.end; ++s) {
         const std::size_t o = i + s * g.shot_stride;
         const T* qx_ = sc.q_x + o;
         const T* qz_ = sc.q_z + o;
@@ -250,7 +272,8 @@ __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, Adjoin
     if (ix >= g.nx || iz >= g.nz) return;
     const int stride = g.stride;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    for (int s = 0; s < g.n_shots; ++s) {
+    const ShotRange shots = shot_range(g.n_shots);
+    for (int s = shots.begin; s < shots.end; ++s) {
         const std::size_t o = i + s * g.shot_stride;
         const T* px = sc.p_x + o;
         const T* pz = sc.p_z + o;
@@ -288,17 +311,22 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 
 }  // namespace
 
+template <typename T>
+dim3 node_and_shot_grid(const GridParams<T>& g) {
+    return dim3((g.nx + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
+}
+
 template <typename T, int ORDER>
 void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
               const TmFields<T>& f, Stream stream) {
-    update_h_kernel<T, ORDER><<<node_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f);
+    update_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T, int ORDER, typename Stored>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
               const TmFields<T>& f, Stored* keep, Stream stream) {
-    update_e_kernel<T, ORDER, Stored><<<node_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f, keep);
+    update_e_kernel<T, ORDER, Stored><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -315,7 +343,7 @@ template <typename T>
 void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces, int nt, int m,
                       Stream stream) {
     if (op.n_rows == 0) return;
-    sample_receivers_kernel<T><<<blocks_for(op.n_rows, 128), 128, 0, stream>>>(g, op, ey, traces, nt, m);
+    sample_receivers_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_rows) * 32, 128), 128, 0, stream>>>(g, op, ey, traces, nt, m);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -330,7 +358,7 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
 template <typename T>
 void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lam, double* grad, int nt, int m,
                      Stream stream) {
-    source_gradient_kernel<T><<<blocks_for(op.n_shots, 32), 32, 0, stream>>>(g, op, lam, grad, nt, m);
+    source_gradient_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_shots) * 32, 128), 128, 0, stream>>>(g, op, lam, grad, nt, m);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -340,20 +368,20 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
                        Stream stream) {
     const ImagingView<T, Stored> view = img ? *img : ImagingView<T, Stored>{nullptr, nullptr, 0.0, nullptr, nullptr};
     adjoint_e_prepare_kernel<T, Stored>
-        <<<node_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s, view, img != nullptr);
+        <<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s, view, img != nullptr);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T, int ORDER>
 void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    adjoint_h_kernel<T, ORDER><<<node_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s);
+    adjoint_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    adjoint_e_finish_kernel<T, ORDER><<<node_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, adj, s);
+    adjoint_e_finish_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, adj, s);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On a GPU machine: run the GPU tests and the benchmark cases of
+# docs/performance.md, writing logs under $OUT (or ./gpu-results). With
+# --profile, also an Nsight Compute profile of one step's kernels.
+#   scripts/gpu-check.sh [--profile] [BIN_DIR]   BIN_DIR holds gprfwi and test_backends
+set -uo pipefail
+profile=0
+[ "${1:-}" = --profile ] && { profile=1; shift; }
+bin=${1:-build}
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+find_bin() { for d in "$bin" "$bin/app" "$bin/tests"; do [ -x "$d/$1" ] && { echo "$d/$1"; return; }; done; command -v "$1"; }
+gprfwi=$(find_bin gprfwi)
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+$(find_bin test_backends) 2>&1 | tee "$out/test_backends.log" | grep -E "parity|dot-product|FAILED|PASSED|SKIPPED" | head -40
+bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | tail -6; }
+{
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode forward --repeats 3
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --repeats 2
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2
+  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2
+  bench --nx 4000 --nz 4000 --pml 20 --shots 1 --nt 1000 --stencil 4 --mode forward --repeats 3
+} 2>&1 | tee "$out/bench.log"
+if [ $profile = 1 ]; then
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  "$ncu" --clock-control none -k regex:"update_|adjoint_(h|e_prepare|e_finish)_kernel|sample|inject" \
+    --launch-skip 60 --launch-count 9 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats \
+    "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 30 --repeats 1 --mode gradient \
+    > "$out/ncu.txt" 2>&1
+  grep -E "^  [a-z_ ]*void|Duration|DRAM Throughput|L2 Hit Rate|Stall|Issued Warp|No Eligible" "$out/ncu.txt" | head -80
+fi
