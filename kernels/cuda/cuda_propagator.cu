@@ -97,21 +97,6 @@ struct DeviceFields {
     }
 };
 
-/// The second buffer of the fields the fused step double-buffers.
-template <typename T>
-struct DeviceNextFields {
-    DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z;
-    DeviceNextFields(std::size_t n, std::size_t& bytes)
-        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(n, bytes), psi_ey_z(n, bytes) {}
-    void zero(cudaStream_t s) const {
-        for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z}) a->zero(s);
-    }
-    /// The fields of step n+1 beside `current` (sharing its E-node memories).
-    k::TmFields<T> view(const k::TmFields<T>& current) const {
-        return {ey.get(), hx.get(), hz.get(), psi_ey_x.get(), psi_ey_z.get(), current.psi_hz_x, current.psi_hx_z};
-    }
-};
-
 /// The batch's point operators, flattened (see kernels::SparseOperators).
 struct DeviceSparse {
     DeviceArray<int> source_shot, row_shot, row_begin, node_shot, node_begin, node_row, shot_source_begin;
@@ -207,19 +192,18 @@ public:
     InternalTraces forward(bool keep_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         allocate(keep_levels);
-        k::TmFields<T> current = fields_->view(), next = next_->view(current);
+        const auto f = fields_->view();
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
         fields_->zero(stream_);
-        next_->zero(stream_);
         for (int m = 0; m < nt; ++m) {
             Stored* keep = keep_levels ? level(m + 1) : nullptr;
-            // H^{m-1/2} -> H^{m+1/2}, Ey^m -> Ey^{m+1} in one kernel; source term; sample Ey^{m+1}
-            k::cuda::fused_step<T, ORDER, Stored>(g_, materials(), x, z, current, next, keep, stream_);
-            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, next.ey, keep, stream_);
-            k::cuda::sample_receivers<T>(g_, sparse_->view, next.ey, traces_.get(), nt, m, stream_);
-            std::swap(current, next);
-            if (check_now(m)) check_finite(current.ey, m, "Ey");
+            // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
+            k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
+            k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
+            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+            k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
+            if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
         levels_kept_ = keep_levels;
         const std::vector<double> flat = traces_.download();
@@ -298,7 +282,7 @@ private:
             for (const auto& r : op.receivers) points += r.size();
             points += op.source.size();
         }
-        std::size_t b = 3 * cells * sizeof(T) + 12 * n * sizeof(T) +
+        std::size_t b = 3 * cells * sizeof(T) + 7 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (gradient)
             b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double) +
@@ -328,7 +312,6 @@ private:
             x_.emplace(s_.cpml_x, bytes);
             z_.emplace(s_.cpml_z, bytes);
             fields_.emplace(batch_size(), bytes);
-            next_.emplace(batch_size(), bytes);
             sparse_.emplace(s_, bytes);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
@@ -379,7 +362,6 @@ private:
     DeviceArray<T> ca_, cb_, cq_;
     std::optional<DeviceAxis<T>> x_, z_;
     std::optional<DeviceFields<T>> fields_, adjoint_;
-    std::optional<DeviceNextFields<T>> next_;
     std::optional<DeviceSparse> sparse_;
     DeviceArray<double> traces_, g_prev_, g_next_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;

@@ -168,15 +168,6 @@ template <typename T, int ORDER, typename Stored>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f, Stored* keep, Stream stream);
 
-/// The whole forward step (H then E, without the source term) in one kernel:
-/// reads step n from `in`, writes step n+1 to `out` (Ey, Hx, Hz and the H-node
-/// CPML memories are double-buffered; the E-node memories are shared, so
-/// out.psi_hz_x == in.psi_hz_x and out.psi_hx_z == in.psi_hx_z). Writes Ey^{n+1}
-/// to `keep` too when non-null.
-template <typename T, int ORDER, typename Stored>
-void fused_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream);
-
 /// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too.
 template <typename T, typename Stored>
 void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets,
