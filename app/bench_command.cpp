@@ -29,7 +29,7 @@ struct BenchArgs {
     std::string mode = "forward";
     std::string precision = "single";
     std::string compression = "none";
-    std::string storage = "device";
+    std::string storage = "auto";
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1;
 };
 
@@ -75,9 +75,6 @@ void run_bench(const BenchArgs& a) {
     const bool gradient = a.mode == "gradient";
     if (!gradient && a.mode != "forward")
         throw InvalidArgument(fmt::format("--mode must be 'forward' or 'gradient', got '{}'", a.mode));
-    if (a.storage != "device")
-        throw InvalidArgument(fmt::format("--storage '{}' is not available yet: kept levels live in the "
-                                          "backend's own memory ('device')", a.storage));
     PropagatorOptions opt;
     opt.backend = parse_backend(a.backend);
     opt.precision = parse_precision(a.precision);
@@ -85,6 +82,7 @@ void run_bench(const BenchArgs& a) {
     opt.cpml.widths = PmlWidths::uniform(a.pml);
     opt.snapshots.compression = parse_compression(a.compression);
     opt.snapshots.interval = a.interval;
+    opt.snapshots.storage = parse_storage(a.storage);
     auto prop = make_propagator(opt);
     const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
@@ -138,6 +136,7 @@ void run_bench(const BenchArgs& a) {
                rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
     fmt::print("  {:.1f}% of the fused-kernel roofline (36 bytes per cell-step and direction: {:.4g} cell-steps/s)\n",
                100.0 * rate / fused_roofline, fused_roofline);
+    if (gradient) fmt::print("  kept forward levels in {}\n", prop->last_timings().level_storage);
     fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g}); peak on the device {:.3g} GiB\n",
                mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,
                prop->peak_device_bytes() / 1073741824.0);
@@ -145,10 +144,11 @@ void run_bench(const BenchArgs& a) {
                "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},\"seconds\":{:.6g},"
                "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
                "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
-               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
+               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
                omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
-               rate / fused_roofline, call_seconds, a.interval, a.storage, prop->peak_device_bytes(), mem.total());
+               rate / fused_roofline, call_seconds, a.interval, a.storage, prop->last_timings().level_storage,
+               prop->peak_device_bytes(), mem.total());
 }
 
 }  // namespace
@@ -160,7 +160,8 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--mode", a->mode, "forward | gradient")->capture_default_str();
     cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
     cmd->add_option("--compression", a->compression, "Snapshot storage type: none | bf16")->capture_default_str();
-    cmd->add_option("--storage", a->storage, "Where kept levels live: device")->capture_default_str();
+    cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host")
+        ->capture_default_str();
     cmd->add_option("--interval", a->interval, "Keep every k-th forward level")->capture_default_str();
     cmd->add_option("--nx", a->nx, "Model nodes in x")->capture_default_str();
     cmd->add_option("--nz", a->nz, "Model nodes in z")->capture_default_str();

@@ -16,9 +16,11 @@ $(find_bin test_backends) 2>&1 | tee "$out/test_backends.log" | grep -E "parity|
 bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | tail -6; }
 {
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode forward --repeats 3
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --repeats 2
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2
-  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --repeats 2 --storage device
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2 --storage device
+  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage device
+  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host
+  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host --compression bf16
   bench --nx 4000 --nz 4000 --pml 20 --shots 1 --nt 1000 --stencil 4 --mode forward --repeats 3
 } 2>&1 | tee "$out/bench.log"
 if [ $profile = 1 ]; then

@@ -54,6 +54,7 @@ struct ParityCase {
     int interval;
     double dt_over_limit;
     PointInterpolation interpolation;
+    SnapshotStorage storage = SnapshotStorage::device;
 };
 
 class Parity : public ::testing::TestWithParam<ParityCase> {
@@ -74,6 +75,7 @@ protected:
         opt_.interpolation = c.interpolation;
         opt_.snapshots.compression = c.compression;
         opt_.snapshots.interval = c.interval;
+        opt_.snapshots.storage = c.storage;
         observed_ = CpuPropagator(opt_).forward(truth_, survey_);
     }
     double tolerance() const { return GetParam().precision == Precision::single ? 1e-5 : 1e-12; }
@@ -98,8 +100,14 @@ TEST_P(Parity, TracesAndGradientsMatchTheCpu) {
     const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
     const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
     const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-    std::printf("parity %-14s traces %.2e misfit %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e (%s)\n",
-                c.name, e_fwd, e_mis, e_eps, e_sig, e_wav, gpu->name().c_str());
+    std::printf("parity %-14s traces %.2e misfit %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e (%s, levels in %s)\n",
+                c.name, e_fwd, e_mis, e_eps, e_sig, e_wav, gpu->name().c_str(), gpu->last_timings().level_storage.c_str());
+    if (c.storage == SnapshotStorage::host) {
+        EXPECT_NE(gpu->last_timings().level_storage.find("host"), std::string::npos);
+    }
+    if (c.storage == SnapshotStorage::device) {
+        EXPECT_EQ(gpu->last_timings().level_storage, "device memory");
+    }
     EXPECT_LT(e_fwd, tolerance());
     EXPECT_LT(e_mis, tolerance());
     EXPECT_LT(e_eps, tolerance());
@@ -138,7 +146,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"o4_single_bf16", 4, kSingle, kBf16, 1, 0.9, kSinc},
                       ParityCase{"o4_double_bf16", 4, kDouble, kBf16, 1, 0.9, kSinc},
                       ParityCase{"o4_double_k4", 4, kDouble, kNone, 4, 0.9, kSinc},
-                      ParityCase{"o8_single_k3_bf16", 8, kSingle, kBf16, 3, 0.9, kSinc}),
+                      ParityCase{"o8_single_k3_bf16", 8, kSingle, kBf16, 3, 0.9, kSinc},
+                      ParityCase{"o4_double_host", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::host},
+                      ParityCase{"o4_single_host_bf16", 4, kSingle, kBf16, 1, 1.5, kSinc, SnapshotStorage::host},
+                      ParityCase{"o6_single_host_k2", 6, kSingle, kNone, 2, 0.9, kBilinear, SnapshotStorage::host},
+                      ParityCase{"o4_double_auto", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::automatic}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // <F x, y> = <x, F^T y> with F^T computed on the GPU.
@@ -191,9 +203,11 @@ TEST(CudaBackend, ReportsBlowUpAndOutOfMemory) {
     opt.blowup_check_interval = 10;
     EXPECT_THROW(make_propagator(opt)->forward(model, survey), NumericalBlowup);
 
-    const Grid huge{20000, 20000, 0.01, 0.01};
+    // 6000 x 6000 nodes, 4 shots, 4000 kept levels: about 2.3 TB on the device
+    const Grid huge{6000, 6000, 0.01, 0.01};
     const Model big = Model::uniform(huge, 4.0, 0.0);
     Survey s = test::random_survey(huge, 4, 1, 1, 4000, 3e8, 0.9 * test::cfl_limit(huge, 4.0, 4), 2);
+    opt.snapshots.storage = SnapshotStorage::device;
     try {
         make_propagator(opt)->gradient(big, s, make_traces(s));
         FAIL() << "expected OutOfMemory";

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <string>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -172,7 +174,7 @@ std::string device_name(int device) {
 template <typename T, int ORDER, typename Stored>
 class CudaEngine final : public Engine {
 public:
-    CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, std::size_t& peak)
+    CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, std::size_t& peak, bool keep_levels)
         : s_(s), opt_(o), device_(device), peak_(peak) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -184,8 +186,15 @@ public:
         g_.n_shots = static_cast<int>(s.shots.size());
         g_.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
         g_.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
+        allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {
+        if (pinned_) cudaFreeHost(pinned_);
+        // (a failed call here would leave CUDA's last error set for the next engine)
+        for (auto* list : {&written_, &copied_, &ready_, &consumed_})
+            for (cudaEvent_t e : *list)
+                if (e) cudaEventDestroy(e);
+        if (copy_stream_) cudaStreamDestroy(copy_stream_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -197,14 +206,17 @@ public:
         const int nt = s_.time.nt_internal;
         fields_->zero(stream_);
         for (int m = 0; m < nt; ++m) {
-            Stored* keep = keep_levels ? level(m + 1) : nullptr;
+            const int j = keep_levels ? kept_index(m + 1) : 0;  // kept level number, 0: not kept
+            Stored* keep = j ? level_for_writing(j) : nullptr;
             // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
             k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
             k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
             k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
             k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
+            if (j) level_written(j);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
+        if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         levels_kept_ = keep_levels;
         const std::vector<double> flat = traces_.download();
         InternalTraces out = make_internal_traces(s_);
@@ -232,18 +244,25 @@ public:
         for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
         g_prev_.zero(stream_);
         g_next_.zero(stream_);
+        if (host_levels_)
+            for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
         for (int m = nt - 1; m >= 0; --m) {
             // transpose of the receiver sampling, then of the source term
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
-            const Stored* prev = level(m);
-            const Stored* next = level(m + 1);
+            const Stored* prev = level_for_reading(kept_index(m));
+            const Stored* next = level_for_reading(kept_index(m + 1));
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(opt_.snapshots.interval),
                                                 g_prev_.get(), g_next_.get()};
             k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
                                                   stream_);
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
             k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
+            // level m+1 was used for the last time: its ring slot takes the level kRing below
+            if (const int j = kept_index(m + 1); j && host_levels_) {
+                GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j % kRing], stream_));
+                prefetch(j - kRing);
+            }
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
         }
         DeviceArray<double> sum(g_.shot_stride, peak_scratch_);
@@ -266,15 +285,56 @@ private:
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
     k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get()}; }
 
-    /// Device storage of kept level L (interval k: L % k == 0), or nullptr.
-    Stored* level(int L) const {
-        const int k = opt_.snapshots.interval;
-        if (L <= 0 || L % k != 0 || L / k > n_levels_) return nullptr;
-        return levels_.get() + static_cast<std::size_t>(L / k - 1) * batch_size();
+public:
+    std::string level_storage() const override {
+        return host_levels_ ? "pinned host memory (copied on a second stream)" : "device memory";
     }
 
-    /// Bytes this engine needs on the device for a forward (and the adjoint after it).
-    std::size_t bytes_needed(bool gradient) const {
+private:
+    /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
+    int kept_index(int L) const {
+        const int k = opt_.snapshots.interval;
+        return (L > 0 && L % k == 0 && L / k <= n_levels_) ? L / k : 0;
+    }
+    Stored* ring_slot(int j) const { return ring_.get() + static_cast<std::size_t>(j % kRing) * batch_size(); }
+    Stored* host_level(int j) const { return pinned_ + static_cast<std::size_t>(j - 1) * batch_size(); }
+
+    /// Where the forward writes kept level j: its device slot, or (host
+    /// storage) a ring slot whose previous copy to the host has finished.
+    Stored* level_for_writing(int j) {
+        if (!host_levels_) return levels_.get() + static_cast<std::size_t>(j - 1) * batch_size();
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[j % kRing], 0));
+        return ring_slot(j);
+    }
+    /// After the step that wrote level j: copy it to the host on the copy stream.
+    void level_written(int j) {
+        if (!host_levels_) return;
+        GPRFWI_CUDA_CHECK(cudaEventRecord(written_[j % kRing], stream_));
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written_[j % kRing], 0));
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host_level(j), ring_slot(j), batch_size() * sizeof(Stored),
+                                          cudaMemcpyDeviceToHost, copy_stream_));
+        GPRFWI_CUDA_CHECK(cudaEventRecord(copied_[j % kRing], copy_stream_));
+    }
+    /// Host storage: bring level j back into its ring slot once the slot's last
+    /// reader has run.
+    void prefetch(int j) {
+        if (j < 1) return;
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, consumed_[j % kRing], 0));
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), batch_size() * sizeof(Stored),
+                                          cudaMemcpyHostToDevice, copy_stream_));
+        GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[j % kRing], copy_stream_));
+    }
+    /// The adjoint's view of kept level j (nullptr for 0), waiting for its copy.
+    const Stored* level_for_reading(int j) {
+        if (!j) return nullptr;
+        if (!host_levels_) return levels_.get() + static_cast<std::size_t>(j - 1) * batch_size();
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[j % kRing], 0));
+        return ring_slot(j);
+    }
+
+    /// Bytes this engine needs on the device for a forward (and the adjoint
+    /// after it), with the kept levels on the device or in a ring of kRing.
+    std::size_t bytes_needed(bool gradient, bool levels_on_device = true) const {
         const std::size_t n = batch_size(), cells = g_.shot_stride;
         std::size_t rows = 0, points = 0;
         for (const auto& op : s_.shots) {
@@ -286,14 +346,20 @@ private:
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (gradient)
             b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double) +
-                 static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval) * n * sizeof(Stored);
+                 (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval)
+                                   : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
         return b;
     }
 
-    void check_memory(bool gradient) const {
+    /// Chooses where kept levels live and throws OutOfMemory when nothing fits.
+    void check_memory(bool gradient) {
         std::size_t free_b = 0, total_b = 0;
         GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        const std::size_t need = bytes_needed(gradient);
+        const auto storage = opt_.snapshots.storage;
+        host_levels_ = gradient && (storage == SnapshotStorage::host ||
+                                    (storage == SnapshotStorage::automatic &&
+                                     bytes_needed(true, true) > free_b / 10 * 9));
+        const std::size_t need = bytes_needed(gradient, !host_levels_);
         if (need <= free_b) return;
         const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval) * batch_size();
         cuda_messages::throw_out_of_memory({device_, device_name(device_), g_.n_shots, need, free_b, total_b,
@@ -327,7 +393,21 @@ private:
             g_next_ = DeviceArray<double>(n, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
             n_levels_ = s_.time.nt_internal / opt_.snapshots.interval;
-            levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
+            if (host_levels_) {
+                ring_ = DeviceArray<Stored>(static_cast<std::size_t>(kRing) * n, bytes);
+                const std::size_t host_bytes = static_cast<std::size_t>(n_levels_) * n * sizeof(Stored);
+                if (cudaHostAlloc(reinterpret_cast<void**>(&pinned_), host_bytes, cudaHostAllocDefault) != cudaSuccess) {
+                    cudaGetLastError();
+                    throw OutOfMemory("cannot pin " + std::to_string(host_bytes >> 20) +
+                                      " MiB of host memory for the kept forward levels; use snapshot compression "
+                                      "bf16 or a snapshot interval above 1, or fewer shots per batch");
+                }
+                GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+                for (auto* list : {&written_, &copied_, &ready_, &consumed_})
+                    for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            } else {
+                levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
+            }
             bytes += g_.shot_stride * sizeof(double);  // the final sum over shots
         }
         allocated_ += bytes;
@@ -365,7 +445,13 @@ private:
     std::optional<DeviceSparse> sparse_;
     DeviceArray<double> traces_, g_prev_, g_next_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
-    DeviceArray<Stored> levels_;
+    DeviceArray<Stored> levels_;  // kept levels on the device, or
+    static constexpr int kRing = 4;   // ... a ring of device slots for levels kept in
+    DeviceArray<Stored> ring_;    //     pinned host memory
+    Stored* pinned_ = nullptr;
+    bool host_levels_ = false;
+    cudaStream_t copy_stream_ = nullptr;
+    std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     DeviceArray<int> flag_;
     int n_levels_ = 0;
     bool levels_kept_ = false;
@@ -389,9 +475,9 @@ public:
     std::size_t peak_device_bytes() const override { return peak_; }
 
 protected:
-    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup) override {
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, bool keep_levels) override {
         return dispatch_kernel_types(options_, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
-            return std::make_unique<CudaEngine<T, ORDER, Stored>>(setup, options_, device_, peak_);
+            return std::make_unique<CudaEngine<T, ORDER, Stored>>(setup, options_, device_, peak_, keep_levels);
         });
     }
 

@@ -35,6 +35,8 @@ public:
     /// Adjoint run driven by the internal-rate adjoint source; needs a
     /// preceding forward(true).
     virtual AdjointResult adjoint(const InternalTraces& adjoint_source) = 0;
+    /// Where the kept levels of the last forward(true) live, in words.
+    virtual std::string level_storage() const = 0;
 };
 
 /// A Propagator built on an Engine: one orchestration for every backend.
@@ -47,7 +49,9 @@ public:
 
 protected:
     using Propagator::Propagator;
-    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup) = 0;
+    /// An engine for this batch; keep_levels says whether a gradient (and so
+    /// kept levels) will be asked of it, so it can allocate everything up front.
+    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, bool keep_levels) = 0;
 };
 
 }  // namespace gprfwi

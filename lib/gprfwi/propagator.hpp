@@ -20,12 +20,19 @@ namespace gprfwi {
 
 enum class Precision { single, double_precision };
 enum class BackendKind { automatic, cpu, cuda };
-/// How forward wavefields are kept for the gradient.
+/// How forward wavefields are kept for the gradient: their storage type...
 enum class SnapshotCompression { none, bf16 };
+/// ... and where a GPU backend keeps them: in its own memory, in pinned host
+/// memory (copied on a second stream, overlapped with the time loop), or
+/// `automatic`: the device when they fit, else the host. The CPU backend keeps
+/// them in host memory whatever this says.
+enum class SnapshotStorage { automatic, device, host };
 
 Precision parse_precision(const std::string& name);
 BackendKind parse_backend(const std::string& name);
 SnapshotCompression parse_compression(const std::string& name);
+SnapshotStorage parse_storage(const std::string& name);
+const char* to_string(SnapshotStorage s);
 const char* to_string(Precision p);
 const char* to_string(BackendKind b);
 const char* to_string(SnapshotCompression c);
@@ -38,6 +45,7 @@ struct SnapshotOptions {
     /// Storage type of the kept fields. bf16 halves (float) or quarters
     /// (double) the memory; approximate, opt-in.
     SnapshotCompression compression = SnapshotCompression::none;
+    SnapshotStorage storage = SnapshotStorage::automatic;
 };
 
 struct PropagatorOptions {
@@ -88,6 +96,7 @@ struct RunTimings {
     double forward_s = 0;  // forward time loop, traces back to the host
     double adjoint_s = 0;  // adjoint time loop, gradients back to the host
     double other_s = 0;    // misfit, resampling, chain rule, folding
+    std::string level_storage;  // where the kept forward levels lived
 };
 
 struct MemoryEstimate {

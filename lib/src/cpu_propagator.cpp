@@ -151,6 +151,8 @@ public:
         return out;
     }
 
+    std::string level_storage() const override { return "host memory (CPU backend)"; }
+
 private:
     k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
@@ -184,7 +186,7 @@ CpuPropagator::CpuPropagator(const PropagatorOptions& options) : EnginePropagato
     options_.validate();
 }
 
-std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup) {
+std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup, bool) {
     return dispatch_kernel_types(options_, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
         return std::make_unique<CpuEngine<T, ORDER, Stored>>(setup, options_);
     });

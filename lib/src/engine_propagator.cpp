@@ -54,7 +54,7 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    auto engine = make_engine(s);
+    auto engine = make_engine(s, false);
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     const InternalTraces internal = engine->forward(false);
@@ -69,11 +69,12 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    auto engine = make_engine(s);
+    auto engine = make_engine(s, true);
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     const InternalTraces internal = engine->forward(true);
     timings_.forward_s = seconds_since(t0);
+    timings_.level_storage = engine->level_storage();
     t0 = std::chrono::steady_clock::now();
     GradientResult out;
     out.synthetic = to_user(s, internal, survey.nt);

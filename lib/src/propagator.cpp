@@ -30,6 +30,17 @@ SnapshotCompression parse_compression(const std::string& name) {
     throw InvalidArgument(fmt::format("snapshot compression must be 'none' or 'bf16', got '{}'", name));
 }
 
+SnapshotStorage parse_storage(const std::string& name) {
+    if (name == "auto") return SnapshotStorage::automatic;
+    if (name == "device") return SnapshotStorage::device;
+    if (name == "host") return SnapshotStorage::host;
+    throw InvalidArgument(fmt::format("snapshot storage must be 'auto', 'device' or 'host', got '{}'", name));
+}
+
+const char* to_string(SnapshotStorage s) {
+    return s == SnapshotStorage::automatic ? "auto" : s == SnapshotStorage::device ? "device" : "host";
+}
+
 const char* to_string(Precision p) { return p == Precision::single ? "single" : "double"; }
 const char* to_string(BackendKind b) {
     return b == BackendKind::automatic ? "auto" : b == BackendKind::cpu ? "cpu" : "cuda";
