@@ -150,7 +150,12 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"o4_double_host", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::host},
                       ParityCase{"o4_single_host_bf16", 4, kSingle, kBf16, 1, 1.5, kSinc, SnapshotStorage::host},
                       ParityCase{"o6_single_host_k2", 6, kSingle, kNone, 2, 0.9, kBilinear, SnapshotStorage::host},
-                      ParityCase{"o4_double_auto", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::automatic}),
+                      ParityCase{"o4_double_auto", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::automatic},
+                      ParityCase{"o4_single_fp8", 4, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc},
+                      ParityCase{"o8_double_fp8_k2", 8, kDouble, SnapshotCompression::fp8, 2, 1.6, kSinc},
+                      ParityCase{"o4_single_host_fp8", 4, kSingle, SnapshotCompression::fp8, 1, 0.9, kBilinear,
+                                 SnapshotStorage::host},
+                      ParityCase{"o4_single_auto_k", 4, kSingle, kNone, 0, 0.9, kSinc}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // <F x, y> = <x, F^T y> with F^T computed on the GPU.

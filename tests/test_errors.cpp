@@ -99,7 +99,7 @@ TEST_F(Errors, BadOptionsAreRejected) {
     opt.stencil_order = 5;
     EXPECT_THROW(make_propagator(opt), InvalidArgument);
     opt = PropagatorOptions{};
-    opt.snapshots.interval = 0;
+    opt.snapshots.interval = -1;  // 0 is automatic
     EXPECT_THROW(make_propagator(opt), InvalidArgument);
     opt = PropagatorOptions{};
     opt.cpml.reflection = 2.0;

@@ -56,8 +56,13 @@ TEST_P(Snapshots, GradientErrorAgainstExact) {
     EXPECT_EQ(approx.misfit, exact.misfit) << "snapshots must not change the forward run";
     const double e_eps = relative_l2(approx.grad_eps_r, exact.grad_eps_r);
     const double e_sig = relative_l2(approx.grad_sigma, exact.grad_sigma);
-    std::printf("%-18s %s precision, interval %d, %s storage: grad_eps_r error %.3e, grad_sigma error %.3e\n",
-                c.name, to_string(c.precision), c.interval, to_string(c.compression), e_eps, e_sig);
+    const int interval = c.interval > 0 ? c.interval : auto_snapshot_interval(survey, dt);
+    std::printf("%-18s %s precision, interval %d%s, %s storage: grad_eps_r error %.3e, grad_sigma error %.3e\n",
+                c.name, to_string(c.precision), interval, c.interval == 0 ? " (auto)" : "", to_string(c.compression),
+                e_eps, e_sig);
+    if (c.interval == 0) {
+        EXPECT_GT(interval, 1) << "auto should thin the levels at 0.9 x CFL";
+    }
     EXPECT_LT(e_eps, c.max_error);
     EXPECT_LT(e_sig, c.max_error);
 }
@@ -69,7 +74,11 @@ INSTANTIATE_TEST_SUITE_P(
                       SnapshotCase{"every2", Precision::double_precision, 2, SnapshotCompression::none, 1e-6},
                       SnapshotCase{"every4", Precision::double_precision, 4, SnapshotCompression::none, 5e-4},
                       SnapshotCase{"every8", Precision::double_precision, 8, SnapshotCompression::none, 5e-4},
-                      SnapshotCase{"every4_bf16", Precision::single, 4, SnapshotCompression::bf16, 4e-3}),
+                      SnapshotCase{"every4_bf16", Precision::single, 4, SnapshotCompression::bf16, 4e-3},
+                      SnapshotCase{"fp8_single", Precision::single, 1, SnapshotCompression::fp8, 2e-2},
+                      SnapshotCase{"fp8_double", Precision::double_precision, 1, SnapshotCompression::fp8, 2e-2},
+                      SnapshotCase{"every4_fp8", Precision::single, 4, SnapshotCompression::fp8, 4e-2},
+                      SnapshotCase{"auto_interval", Precision::double_precision, 0, SnapshotCompression::none, 5e-4}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

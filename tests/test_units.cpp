@@ -217,6 +217,31 @@ TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {
     }
 }
 
+TEST(Fp8, RoundsToNearestEvenSaturatesAndRoundTrips) {
+    EXPECT_EQ(to_fp8(1.0f).bits, 0x38);
+    EXPECT_EQ(to_fp8(-1.0f).bits, 0xb8);
+    EXPECT_EQ(from_fp8(to_fp8(448.0f)), 448.0f);
+    EXPECT_EQ(from_fp8(to_fp8(1e9f)), 448.0f);                 // saturates, no infinity
+    EXPECT_EQ(from_fp8(to_fp8(1.0625f)), 1.0f);                // tie -> even
+    EXPECT_EQ(from_fp8(to_fp8(1.1875f)), 1.25f);               // tie -> even (up)
+    EXPECT_EQ(from_fp8(to_fp8(0.0009765625f)), 0.0f);          // half the smallest subnormal -> 0
+    EXPECT_EQ(from_fp8(to_fp8(0.001953125f)), 0.001953125f);   // smallest subnormal, 2^-9
+    EXPECT_TRUE(std::isnan(from_fp8(to_fp8(NAN))));
+    for (int b = 0; b < 256; ++b) {
+        const float v = from_fp8(Fp8{static_cast<std::uint8_t>(b)});
+        if (std::isnan(v) || v == 0.0f) continue;
+        EXPECT_EQ(to_fp8(v).bits, b) << "code " << b;
+    }
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> u(-448.f, 448.f);
+    for (int i = 0; i < 1000; ++i) {  // 3 mantissa bits: relative error at most 2^-4 in the normal range
+        const float v = u(rng);
+        if (std::abs(v) >= 0.015625f) {
+            EXPECT_LE(std::abs(from_fp8(to_fp8(v)) - v), std::abs(v) / 16);
+        }
+    }
+}
+
 TEST(Wavelet, RickerPeaksAtItsDelayAndHasItsDominantFrequency) {
     const double dt = 1e-11, f = 2e8, delay = 7.5e-9;
     const auto w = ricker(2000, dt, f, delay, 2.0);
@@ -224,6 +249,8 @@ TEST(Wavelet, RickerPeaksAtItsDelayAndHasItsDominantFrequency) {
     EXPECT_NEAR((peak + 0.5) * dt, delay, dt);
     EXPECT_NEAR(w[peak], 2.0, 1e-3);
     EXPECT_NEAR(dominant_frequency(w, dt), f, 0.03 * f);
+    // the Ricker spectrum (f/fp)^2 exp(-(f/fp)^2) is 1% of its peak at f = 2.76 fp
+    EXPECT_NEAR(highest_frequency(w, dt, 0.01), 2.76 * f, 0.03 * f);
     EXPECT_THROW(ricker(10, dt, -1.0), InvalidArgument);
 }
 

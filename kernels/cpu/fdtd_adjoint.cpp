@@ -39,10 +39,12 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
                 double* g_prev = img->g_ey_prev + shot + row;
                 double* g_next = img->g_ey_next + shot + row;
                 const double w = img->weight;
+                const double sp = img->scale_prev ? img->scale_prev[shot_i] : 1.0;
+                const double sn = img->scale_next ? img->scale_next[shot_i] : 1.0;
                 for (int ix = 0; ix < g.nx; ++ix) {
                     const double wl = w * static_cast<double>(lam[ix]);
-                    if (prev) g_prev[ix] += wl * load_as<double>(prev[ix]);
-                    if (next) g_next[ix] += wl * load_as<double>(next[ix]);
+                    if (prev) g_prev[ix] += wl * (load_as<double>(prev[ix]) * sp);
+                    if (next) g_next[ix] += wl * (load_as<double>(next[ix]) * sn);
                 }
             }
             const bool z_pml = in_strip(z, iz);
@@ -165,6 +167,8 @@ GPRFWI_INSTANTIATE_PREPARE(float, float)
 GPRFWI_INSTANTIATE_PREPARE(float, Bf16)
 GPRFWI_INSTANTIATE_PREPARE(double, double)
 GPRFWI_INSTANTIATE_PREPARE(double, Bf16)
+GPRFWI_INSTANTIATE_PREPARE(float, Fp8)
+GPRFWI_INSTANTIATE_PREPARE(double, Fp8)
 #undef GPRFWI_INSTANTIATE_PREPARE
 
 }  // namespace gprfwi::kernels::cpu

@@ -210,8 +210,15 @@ public:
             Stored* keep = j ? level_for_writing(j) : nullptr;
             // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
             k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
-            k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
-            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+            if constexpr (kScaledStorage<Stored>) {
+                // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
+                k::cuda::update_e<T, ORDER, T>(g_, materials(), x, z, f, nullptr, stream_);
+                k::cuda::inject_sources<T, T>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, nullptr, stream_);
+                if (keep) k::cuda::keep_level_fp8<T>(g_, f.ey, keep, scales_for(j), max_scratch_.get(), stream_);
+            } else {
+                k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
+                k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+            }
             k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
             if (j) level_written(j);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
@@ -250,10 +257,11 @@ public:
             // transpose of the receiver sampling, then of the source term
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
-            const Stored* prev = level_for_reading(kept_index(m));
-            const Stored* next = level_for_reading(kept_index(m + 1));
-            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(opt_.snapshots.interval),
-                                                g_prev_.get(), g_next_.get()};
+            const int j_prev = kept_index(m), j_next = kept_index(m + 1);
+            const Stored* prev = level_for_reading(j_prev);
+            const Stored* next = level_for_reading(j_next);
+            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
+                                                g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next)};
             k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
                                                   stream_);
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
@@ -293,8 +301,13 @@ public:
 private:
     /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
     int kept_index(int L) const {
-        const int k = opt_.snapshots.interval;
+        const int k = s_.snapshot_interval;
         return (L > 0 && L % k == 0 && L / k <= n_levels_) ? L / k : 0;
+    }
+    /// Per-shot scales of kept level j (fp8 only, else nullptr).
+    double* scales_for(int j) const {
+        if (!kScaledStorage<Stored> || !j) return nullptr;
+        return scales_.get() + static_cast<std::size_t>(j - 1) * g_.n_shots;
     }
     Stored* ring_slot(int j) const { return ring_.get() + static_cast<std::size_t>(j % kRing) * batch_size(); }
     Stored* host_level(int j) const { return pinned_ + static_cast<std::size_t>(j - 1) * batch_size(); }
@@ -346,7 +359,7 @@ private:
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (gradient)
             b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double) +
-                 (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval)
+                 (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
                                    : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
         return b;
     }
@@ -361,7 +374,7 @@ private:
                                      bytes_needed(true, true) > free_b / 10 * 9));
         const std::size_t need = bytes_needed(gradient, !host_levels_);
         if (need <= free_b) return;
-        const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / opt_.snapshots.interval) * batch_size();
+        const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * batch_size();
         cuda_messages::throw_out_of_memory({device_, device_name(device_), g_.n_shots, need, free_b, total_b,
                                             gradient ? snap * sizeof(Stored) : 0, snap * 2,
                                             snap / 4 * sizeof(Stored)});
@@ -392,7 +405,11 @@ private:
             g_prev_ = DeviceArray<double>(n, bytes);
             g_next_ = DeviceArray<double>(n, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
-            n_levels_ = s_.time.nt_internal / opt_.snapshots.interval;
+            n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
+            if constexpr (kScaledStorage<Stored>) {
+                scales_ = DeviceArray<double>(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes);
+                max_scratch_ = DeviceArray<unsigned long long>(g_.n_shots, bytes);
+            }
             if (host_levels_) {
                 ring_ = DeviceArray<Stored>(static_cast<std::size_t>(kRing) * n, bytes);
                 const std::size_t host_bytes = static_cast<std::size_t>(n_levels_) * n * sizeof(Stored);
@@ -453,6 +470,8 @@ private:
     cudaStream_t copy_stream_ = nullptr;
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     DeviceArray<int> flag_;
+    DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
+    DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only
     int n_levels_ = 0;
     bool levels_kept_ = false;
 };

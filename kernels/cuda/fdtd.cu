@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "cuda_check.hpp"
 #include "gprfwi/kernels.hpp"
 #include "gprfwi/stencil.hpp"
@@ -202,8 +204,10 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
         if (imaging) {
             // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
             const double wl = img.weight * static_cast<double>(lam);
-            if (img.ey_prev) img.g_ey_prev[o] += wl * load_as<double>(img.ey_prev[o]);
-            if (img.ey_next) img.g_ey_next[o] += wl * load_as<double>(img.ey_next[o]);
+            const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
+            const double sn = img.scale_next ? img.scale_next[s] : 1.0;
+            if (img.ey_prev) img.g_ey_prev[o] += wl * (load_as<double>(img.ey_prev[o]) * sp);
+            if (img.ey_next) img.g_ey_next[o] += wl * (load_as<double>(img.ey_next[o]) * sn);
         }
         const T t = cb * lam;
         T qx = t, qz = -t;
@@ -295,6 +299,32 @@ __global__ void sum_over_shots_kernel(GridParams<T> g, const double* per_shot, d
     double acc = 0;
     for (int s = 0; s < g.n_shots; ++s) acc += per_shot[s * g.shot_stride + i];
     out[i] = acc;
+}
+
+/// max |field| of each shot (blockIdx.y), as the bits of a non-negative
+/// double, which order like the values (max is exact in any order).
+template <typename T>
+__global__ void max_abs_kernel(std::size_t n, std::size_t shot_stride, const T* field, unsigned long long* out) {
+    const T* f = field + blockIdx.y * shot_stride;
+    double m = 0;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+        m = fmax(m, fabs(static_cast<double>(f[i])));
+    for (int d = 16; d > 0; d /= 2) m = fmax(m, __shfl_down_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0) atomicMax(out + blockIdx.y, static_cast<unsigned long long>(__double_as_longlong(m)));
+}
+
+/// level = fp8(Ey * 448 / max), scales = max / 448 (1 for a zero field), per shot (blockIdx.y).
+template <typename T>
+__global__ void quantize_fp8_kernel(std::size_t n, std::size_t shot_stride, const T* field,
+                                    const unsigned long long* max_bits, Fp8* level, double* scales) {
+    const double max_abs = __longlong_as_double(static_cast<long long>(max_bits[blockIdx.y]));
+    const double inv = max_abs > 0 ? kFp8Max / max_abs : 1.0;
+    const std::size_t base = blockIdx.y * shot_stride;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+        level[base + i] = store_as<Fp8>(static_cast<float>(static_cast<double>(field[base + i]) * inv));
+    if (blockIdx.x == 0 && threadIdx.x == 0) scales[blockIdx.y] = max_abs > 0 ? max_abs / kFp8Max : 1.0;
 }
 
 template <typename T>
@@ -392,6 +422,17 @@ void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out,
 }
 
 template <typename T>
+void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales, unsigned long long* max_scratch,
+                    Stream stream) {
+    const dim3 grid(std::min(blocks_for(g.shot_stride, 256), 1024), g.n_shots);
+    GPRFWI_CUDA_CHECK(cudaMemsetAsync(max_scratch, 0, g.n_shots * sizeof(unsigned long long), stream));
+    max_abs_kernel<T><<<grid, 256, 0, stream>>>(g.shot_stride, g.shot_stride, ey, max_scratch);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    quantize_fp8_kernel<T><<<grid, 256, 0, stream>>>(g.shot_stride, g.shot_stride, ey, max_scratch, level, scales);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream stream) {
     const std::size_t n = g.shot_stride * g.n_shots;
     flag_non_finite_kernel<T><<<std::min(blocks_for(n, 256), 4096), 256, 0, stream>>>(n, field, flag);
@@ -428,6 +469,10 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template void adjoint_e_prepare<T, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,      \
                                              const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,      \
                                              const ImagingView<T, Bf16>*, Stream);                                  \
+    template void adjoint_e_prepare<T, Fp8>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,       \
+                                            const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,       \
+                                            const ImagingView<T, Fp8>*, Stream);                                    \
+    template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void sum_over_shots<T>(const GridParams<T>&, const double*, double*, Stream);                          \
     template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)

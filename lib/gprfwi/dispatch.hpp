@@ -16,6 +16,7 @@ template <typename F>
 decltype(auto) dispatch_kernel_types(const PropagatorOptions& o, F&& f) {
     auto by_storage = [&]<typename T, int ORDER>() -> decltype(auto) {
         if (o.snapshots.compression == SnapshotCompression::bf16) return f.template operator()<T, ORDER, Bf16>();
+        if (o.snapshots.compression == SnapshotCompression::fp8) return f.template operator()<T, ORDER, Fp8>();
         return f.template operator()<T, ORDER, T>();
     };
     auto by_order = [&]<typename T>() -> decltype(auto) {

@@ -31,6 +31,8 @@
 
 #include <cstddef>
 
+#include "gprfwi/storage.hpp"
+
 namespace gprfwi::kernels {
 
 /// Grid sizes and inverse spacings (1/m).
@@ -97,6 +99,8 @@ struct ImagingView {
     double weight;
     double* g_ey_prev;  // per shot, shot_stride apart
     double* g_ey_next;
+    const double* scale_prev = nullptr;  // per shot, for scaled storage (fp8)
+    const double* scale_next = nullptr;
 };
 
 namespace cpu {
@@ -204,6 +208,12 @@ void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const Adjo
 /// out[i] = sum over shots, in shot order, of per_shot[shot][i].
 template <typename T>
 void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out, Stream stream);
+
+/// Keeps Ey as fp8 in `level`, with scales[shot] = max |Ey| / 448 of each shot
+/// (1 for a zero field); `max_scratch` holds n_shots values.
+template <typename T>
+void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales,
+                    unsigned long long* max_scratch, Stream stream);
 
 /// Sets *flag to 1 if any value of the batch is NaN or Inf.
 template <typename T>

@@ -21,7 +21,7 @@ namespace gprfwi {
 enum class Precision { single, double_precision };
 enum class BackendKind { automatic, cpu, cuda };
 /// How forward wavefields are kept for the gradient: their storage type...
-enum class SnapshotCompression { none, bf16 };
+enum class SnapshotCompression { none, bf16, fp8 };
 /// ... and where a GPU backend keeps them: in its own memory, in pinned host
 /// memory (copied on a second stream, overlapped with the time loop), or
 /// `automatic`: the device when they fit, else the host. The CPU backend keeps
@@ -40,10 +40,12 @@ const char* to_string(SnapshotCompression c);
 struct SnapshotOptions {
     /// Keep the forward field every `interval` internal steps. 1 is exact;
     /// larger values approximate the time integral of the imaging condition
-    /// (opt-in; the error is documented in docs/gradient.md).
+    /// (opt-in; the error is documented in docs/gradient.md). 0 selects
+    /// auto_snapshot_interval() for the batch.
     int interval = 1;
     /// Storage type of the kept fields. bf16 halves (float) or quarters
-    /// (double) the memory; approximate, opt-in.
+    /// (double) the memory; fp8 (E4M3 with a scale per level and shot)
+    /// quarters it (float); both approximate, opt-in.
     SnapshotCompression compression = SnapshotCompression::none;
     SnapshotStorage storage = SnapshotStorage::automatic;
 };
@@ -75,6 +77,13 @@ struct TimeStepping {
     double dt_internal = 0;  // s
     int nt_internal = 0;
 };
+
+/// The largest snapshot interval that keeps the imaging product (up to twice
+/// the highest frequency of the wavelets, where their spectra fall to 1% of
+/// the peak) above its Nyquist rate: floor(1 / (4 f_max dt_internal)), at
+/// least 1. Code that splits a survey into batches evaluates it on the whole
+/// survey and sets the interval, so batches agree.
+int auto_snapshot_interval(const Survey& survey, double dt_internal);
 
 /// dt_max = 1 / (v_max * sqrt(1/dx^2 + 1/dz^2) * sum|c_k|); ratio = ceil(dt/dt_max).
 /// Throws UnstableTimeStep (showing the limit) when dt > dt_max and

@@ -32,6 +32,7 @@ struct PropagationSetup {
     PaddedGrid grid;
     TimeStepping time;
     double alpha_max = 0;  // 1/s, CPML frequency shift actually used
+    int snapshot_interval = 1;  // kept-level interval actually used (options' 0 resolved)
     std::vector<double> ca, cb, cq;  // padded layout (grid.storage_size()), halo zero
     CpmlAxisProfile cpml_x, cpml_z;
     ResampleOperator upsample;    // user wavelet -> internal

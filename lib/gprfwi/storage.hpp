@@ -2,6 +2,7 @@
 // Load/store policy separating the type a snapshot is stored in from the
 // arithmetic type: T itself, or bfloat16 (8-bit mantissa, float's range).
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -46,17 +47,59 @@ GPRFWI_HD float from_bf16(Bf16 b) {
     return bits_float(static_cast<std::uint32_t>(b.bits) << 16);
 }
 
+/// fp8 E4M3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; largest
+/// finite 448, no infinities). Kept levels in this type carry a scale per
+/// level and shot (max |Ey| / 448), applied outside these conversions.
+struct Fp8 {
+    std::uint8_t bits;
+};
+
+inline constexpr float kFp8Max = 448.0f;
+
+/// Round to nearest even, saturating at +-448; NaN stays NaN.
+GPRFWI_HD Fp8 to_fp8(float v) {
+    const std::uint8_t sign = static_cast<std::uint8_t>((float_bits(v) >> 24) & 0x80u);
+    const float a = v < 0 ? -v : v;
+    if (!(a == a)) return Fp8{static_cast<std::uint8_t>(sign | 0x7F)};
+    if (a >= 464.0f) return Fp8{static_cast<std::uint8_t>(sign | 0x7E)};  // beyond the 448/480 midpoint
+    if (a < 0.015625f) {  // below 2^-6: subnormal steps of 2^-9 (8 rounds up to the smallest normal)
+        return Fp8{static_cast<std::uint8_t>(sign | static_cast<std::uint8_t>(rintf(a * 512.0f)))};
+    }
+    int e = static_cast<int>((float_bits(a) >> 23) & 0xFFu) - 127;  // floor(log2 a)
+    int q = static_cast<int>(rintf((ldexpf(a, -e) - 1.0f) * 8.0f));
+    if (q == 8) {
+        ++e;
+        q = 0;
+    }
+    const int field = e + 7;
+    if (field > 15 || (field == 15 && q == 7)) return Fp8{static_cast<std::uint8_t>(sign | 0x7E)};
+    return Fp8{static_cast<std::uint8_t>(sign | (field << 3) | q)};
+}
+
+GPRFWI_HD float from_fp8(Fp8 b) {
+    const int field = (b.bits >> 3) & 0xF, q = b.bits & 7;
+    if (field == 15 && q == 7) return NAN;
+    const float mag = field == 0 ? ldexpf(static_cast<float>(q), -9) : ldexpf(1.0f + q / 8.0f, field - 7);
+    return (b.bits & 0x80) ? -mag : mag;
+}
+
+/// Whether S is a storage type that needs a scale per level and shot.
+template <typename S>
+inline constexpr bool kScaledStorage = std::is_same_v<S, Fp8>;
+
 /// Store an arithmetic value as S.
 template <typename S, typename T>
 GPRFWI_HD S store_as(T v) {
-    if constexpr (sizeof(S) == sizeof(Bf16) && !std::is_arithmetic_v<S>) return to_bf16(static_cast<float>(v));
+    if constexpr (std::is_same_v<S, Bf16>) return to_bf16(static_cast<float>(v));
+    else if constexpr (std::is_same_v<S, Fp8>) return to_fp8(static_cast<float>(v));
     else return static_cast<S>(v);
 }
 
 /// Load a stored S as the arithmetic type T.
 template <typename T, typename S>
 GPRFWI_HD T load_as(S v) {
-    if constexpr (sizeof(S) == sizeof(Bf16) && !std::is_arithmetic_v<S>) return static_cast<T>(from_bf16(v));
+    if constexpr (std::is_same_v<S, Bf16>) return static_cast<T>(from_bf16(v));
+    else if constexpr (std::is_same_v<S, Fp8>) return static_cast<T>(from_fp8(v));
     else return static_cast<T>(v);
 }
 

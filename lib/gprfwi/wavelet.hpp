@@ -14,4 +14,8 @@ std::vector<double> ricker(int nt, double dt, double frequency_hz, double delay_
 /// Frequency (Hz) of the largest spectral amplitude of a sampled signal.
 double dominant_frequency(const std::vector<double>& signal, double dt);
 
+/// Highest frequency (Hz) at which the amplitude spectrum is still at least
+/// `fraction` of its peak (0 for a silent signal).
+double highest_frequency(const std::vector<double>& signal, double dt, double fraction = 0.01);
+
 }  // namespace gprfwi

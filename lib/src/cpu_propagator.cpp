@@ -10,6 +10,7 @@
 
 #include "gprfwi/cpu_propagator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
@@ -75,7 +76,7 @@ public:
 
     InternalTraces forward(bool keep_levels) override {
         const std::size_t n = batch_size();
-        if (keep_levels) store_.emplace(s_.time.nt_internal, opt_.snapshots.interval, n);
+        if (keep_levels) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
         FieldArrays<T> f(n);
         const auto fields = f.view();
         const auto x = x_.view(), z = z_.view();
@@ -97,10 +98,7 @@ public:
                 }
             }
             if (keep_levels)
-                if (Stored* level = store_->level(m + 1)) {
-#pragma omp parallel for schedule(static)
-                    for (std::size_t i = 0; i < n; ++i) level[i] = store_as<Stored>(f.ey[i]);
-                }
+                if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
         return traces;
@@ -132,7 +130,8 @@ public:
             const Stored* prev = store_->level(m);
             const Stored* next = store_->level(m + 1);
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(store_->interval()),
-                                                g_prev.data(), g_next.data()};
+                                                g_prev.data(), g_next.data(), level_scales(prev, m),
+                                                level_scales(next, m + 1)};
             k::cpu::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, fields, scratch,
                                                  (prev || next) ? &img : nullptr);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
@@ -155,6 +154,36 @@ public:
 
 private:
     k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
+
+    /// Stores Ey as kept level j (1-based); fp8 levels get a scale per shot,
+    /// max |Ey| / 448 (1 for a zero field), and hold Ey / scale.
+    void keep_level(const std::vector<T>& ey, Stored* level, int j) {
+        const std::size_t n = batch_size();
+        if constexpr (kScaledStorage<Stored>) {
+            scales_.resize(static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * g_.n_shots);
+            for (int si = 0; si < g_.n_shots; ++si) {
+                const T* f = ey.data() + si * g_.shot_stride;
+                double max_abs = 0;
+#pragma omp parallel for reduction(max : max_abs)
+                for (std::size_t i = 0; i < g_.shot_stride; ++i) max_abs = std::max(max_abs, std::abs(static_cast<double>(f[i])));
+                const double inv = max_abs > 0 ? kFp8Max / max_abs : 1.0;
+                scales_[static_cast<std::size_t>(j - 1) * g_.n_shots + si] = max_abs > 0 ? max_abs / kFp8Max : 1.0;
+                Stored* out = level + si * g_.shot_stride;
+#pragma omp parallel for schedule(static)
+                for (std::size_t i = 0; i < g_.shot_stride; ++i)
+                    out[i] = store_as<Stored>(static_cast<float>(static_cast<double>(f[i]) * inv));
+            }
+        } else {
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < n; ++i) level[i] = store_as<Stored>(ey[i]);
+        }
+    }
+
+    /// Per-shot scales of internal level L when it is kept in a scaled type.
+    const double* level_scales(const Stored* kept, int L) const {
+        if (!kept || !kScaledStorage<Stored>) return nullptr;
+        return scales_.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
+    }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
     bool check_now(int step) const {
         const int every = opt_.blowup_check_interval;
@@ -178,6 +207,7 @@ private:
     AxisArrays<T> x_, z_;
     k::GridParams<T> g_;
     std::optional<SnapshotStore<Stored>> store_;
+    std::vector<double> scales_;  // [kept level][shot], fp8 only
 };
 
 }  // namespace

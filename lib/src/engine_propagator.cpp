@@ -123,8 +123,11 @@ MemoryEstimate EnginePropagator::estimate_memory(const Model& model, const Surve
     e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
     if (gradient) {
         e.fields_bytes += 11 * level * word + 2 * level * sizeof(double);
-        const std::size_t stored = options_.snapshots.compression == SnapshotCompression::bf16 ? 2 : word;
-        e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / options_.snapshots.interval) * level * stored;
+        const auto c = options_.snapshots.compression;
+        const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
+        const int interval = options_.snapshots.interval > 0 ? options_.snapshots.interval
+                                                             : auto_snapshot_interval(survey, t.dt_internal);
+        e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / interval) * level * stored;
     }
     std::size_t receivers = 0;
     for (const Shot& shot : survey.shots) receivers += shot.receivers.size();

@@ -1,5 +1,6 @@
 #include "gprfwi/propagator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/stencil.hpp"
+#include "gprfwi/wavelet.hpp"
 
 namespace gprfwi {
 
@@ -27,7 +29,8 @@ BackendKind parse_backend(const std::string& name) {
 SnapshotCompression parse_compression(const std::string& name) {
     if (name == "none") return SnapshotCompression::none;
     if (name == "bf16") return SnapshotCompression::bf16;
-    throw InvalidArgument(fmt::format("snapshot compression must be 'none' or 'bf16', got '{}'", name));
+    if (name == "fp8") return SnapshotCompression::fp8;
+    throw InvalidArgument(fmt::format("snapshot compression must be 'none', 'bf16' or 'fp8', got '{}'", name));
 }
 
 SnapshotStorage parse_storage(const std::string& name) {
@@ -45,13 +48,16 @@ const char* to_string(Precision p) { return p == Precision::single ? "single" : 
 const char* to_string(BackendKind b) {
     return b == BackendKind::automatic ? "auto" : b == BackendKind::cpu ? "cpu" : "cuda";
 }
-const char* to_string(SnapshotCompression c) { return c == SnapshotCompression::none ? "none" : "bf16"; }
+const char* to_string(SnapshotCompression c) {
+    return c == SnapshotCompression::none ? "none" : c == SnapshotCompression::bf16 ? "bf16" : "fp8";
+}
 
 void PropagatorOptions::validate() const {
     check_stencil_order(stencil_order);
     cpml.validate();
-    if (snapshots.interval < 1)
-        throw InvalidArgument(fmt::format("snapshot interval must be >= 1, got {}", snapshots.interval));
+    if (snapshots.interval < 0)
+        throw InvalidArgument(fmt::format("snapshot interval must be >= 1, or 0 for automatic, got {}",
+                                          snapshots.interval));
     if (device < -1) throw InvalidArgument(fmt::format("device must be >= 0, or -1 for automatic, got {}", device));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));
@@ -77,6 +83,13 @@ TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int or
     t.dt_internal = survey.dt / t.ratio;
     t.nt_internal = survey.nt * t.ratio;
     return t;
+}
+
+int auto_snapshot_interval(const Survey& survey, double dt_internal) {
+    double f_max = 0;
+    for (const Shot& shot : survey.shots) f_max = std::max(f_max, highest_frequency(shot.wavelet, survey.dt));
+    if (!(f_max > 0)) return 1;
+    return std::max(1, static_cast<int>(std::floor(1.0 / (4.0 * f_max * dt_internal))));
 }
 
 GradientResult Propagator::gradient(const Model& model, const Survey& survey, const Traces& observed) {

@@ -62,6 +62,8 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     PropagationSetup s;
     s.grid = PaddedGrid(model.grid, options.cpml.widths);
     s.time = plan_time_stepping(model, survey, options.stencil_order, options.allow_substeps);
+    s.snapshot_interval = options.snapshots.interval > 0 ? options.snapshots.interval
+                                                         : auto_snapshot_interval(survey, s.time.dt_internal);
     fill_coefficients(s, model);
 
     const double c_ref = options.cpml.reference_velocity > 0

@@ -1,5 +1,6 @@
 #include "gprfwi/wavelet.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <fmt/format.h>
@@ -22,25 +23,44 @@ std::vector<double> ricker(int nt, double dt, double f, double delay, double amp
     return w;
 }
 
-double dominant_frequency(const std::vector<double>& s, double dt) {
-    const int n_freq = 1024;
-    const double f_nyquist = 0.5 / dt;
-    double best_f = 0, best = 0;
-    for (int k = 1; k < n_freq; ++k) {
-        const double f = f_nyquist * k / n_freq;
-        std::complex<double> acc = 0;
+namespace {
+
+/// Points from 0 to the Nyquist frequency: 8 per 1/(nt dt), the signal's own
+/// resolution, between 1024 and 16384.
+int spectrum_points(std::size_t nt) { return static_cast<int>(std::clamp<std::size_t>(4 * nt, 1024, 16384)); }
+
+/// |S(f)| at f_k = k/points of the Nyquist frequency, k = 0..points.
+std::vector<double> amplitude_spectrum(const std::vector<double>& s, double dt) {
+    const int points = spectrum_points(s.size());
+    std::vector<double> a(points + 1);
+    for (int k = 0; k <= points; ++k) {
+        const double f = 0.5 / dt * k / points;
+        std::complex<double> acc = 0, phase = 1.0;
         const std::complex<double> step = std::polar(1.0, -2.0 * kPi * f * dt);
-        std::complex<double> phase = 1.0;
         for (double v : s) {
             acc += v * phase;
             phase *= step;
         }
-        if (std::abs(acc) > best) {
-            best = std::abs(acc);
-            best_f = f;
-        }
+        a[k] = std::abs(acc);
     }
-    return best_f;
+    return a;
+}
+}  // namespace
+
+double dominant_frequency(const std::vector<double>& s, double dt) {
+    const auto a = amplitude_spectrum(s, dt);
+    const auto best = std::max_element(a.begin() + 1, a.end()) - a.begin();
+    return a[best] > 0 ? 0.5 / dt * static_cast<double>(best) / (static_cast<double>(a.size()) - 1) : 0.0;
+}
+
+double highest_frequency(const std::vector<double>& s, double dt, double fraction) {
+    const auto a = amplitude_spectrum(s, dt);
+    const double peak = *std::max_element(a.begin(), a.end());
+    if (!(peak > 0)) return 0.0;
+    const int points = static_cast<int>(a.size()) - 1;
+    for (int k = points; k >= 0; --k)
+        if (a[k] >= fraction * peak) return 0.5 / dt * k / points;
+    return 0.0;
 }
 
 }  // namespace gprfwi
