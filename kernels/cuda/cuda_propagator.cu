@@ -175,17 +175,9 @@ template <typename T, int ORDER, typename Stored>
 class CudaEngine final : public Engine {
 public:
     CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, std::size_t& peak, bool keep_levels)
-        : s_(s), opt_(o), device_(device), peak_(peak) {
+        : s_(s), opt_(o), device_(device), peak_(peak), g_(grid_params<T>(s)) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        g_.nx = s.grid.nx;
-        g_.nz = s.grid.nz;
-        g_.stride = s.grid.stride;
-        g_.shot_stride = s.grid.storage_size();
-        g_.origin = s.grid.index(0, 0);
-        g_.n_shots = static_cast<int>(s.shots.size());
-        g_.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
-        g_.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
         allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {

@@ -10,6 +10,7 @@
 
 #include "gprfwi/cpml.hpp"
 #include "gprfwi/grid.hpp"
+#include "gprfwi/kernels.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/point_weights.hpp"
 #include "gprfwi/propagator.hpp"
@@ -49,6 +50,21 @@ struct PropagationSetup {
     int model_row(int iz) const;
     int model_col(int ix) const;
 };
+
+/// The kernels' view of the batch's grid, in the arithmetic type T.
+template <typename T>
+kernels::GridParams<T> grid_params(const PropagationSetup& s) {
+    kernels::GridParams<T> g;
+    g.nx = s.grid.nx;
+    g.nz = s.grid.nz;
+    g.stride = s.grid.stride;
+    g.shot_stride = s.grid.storage_size();
+    g.origin = s.grid.index(0, 0);
+    g.n_shots = static_cast<int>(s.shots.size());
+    g.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
+    g.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
+    return g;
+}
 
 /// Throws NumericalBlowup for NaN/Inf in `what` of shot `shot` at internal `step`.
 [[noreturn]] void throw_blowup(const PropagationSetup& setup, const char* what, int shot, int step);

@@ -63,16 +63,7 @@ class CpuEngine final : public Engine {
 public:
     CpuEngine(const PropagationSetup& s, const PropagatorOptions& o)
         : s_(s), opt_(o), ca_(convert<T>(s.ca)), cb_(convert<T>(s.cb)), cq_(convert<T>(s.cq)), x_(s.cpml_x),
-          z_(s.cpml_z) {
-        g_.nx = s.grid.nx;
-        g_.nz = s.grid.nz;
-        g_.stride = s.grid.stride;
-        g_.shot_stride = s.grid.storage_size();
-        g_.origin = s.grid.index(0, 0);
-        g_.n_shots = static_cast<int>(s.shots.size());
-        g_.inv_dx = static_cast<T>(1.0 / s.grid.model.dx);
-        g_.inv_dz = static_cast<T>(1.0 / s.grid.model.dz);
-    }
+          z_(s.cpml_z), g_(grid_params<T>(s)) {}
 
     InternalTraces forward(bool keep_levels) override {
         const std::size_t n = batch_size();
