@@ -9,6 +9,8 @@
 #include <cstdio>
 
 #include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/setup.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -80,6 +82,67 @@ INSTANTIATE_TEST_SUITE_P(
                       SnapshotCase{"every4_fp8", Precision::single, 4, SnapshotCompression::fp8, 4e-2},
                       SnapshotCase{"auto_interval", Precision::double_precision, 0, SnapshotCompression::none, 5e-4}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+struct CheckpointCase {
+    const char* name;
+    Precision precision;
+    SnapshotCompression compression;
+    int checkpoint_steps;
+};
+
+class Checkpointing : public ::testing::TestWithParam<CheckpointCase> {};
+
+// Recomputing each segment from its checkpoint repeats the forward run's
+// arithmetic exactly, so the gradient must equal the every-level gradient bit
+// for bit; with the automatic segment length it holds far fewer fields.
+TEST_P(Checkpointing, GradientIsBitwiseTheKeepEveryLevelGradient) {
+    const CheckpointCase c = GetParam();
+    const Grid g{60, 50, 0.02, 0.02};
+    const Model model = test::heterogeneous_model(g, 51), truth = test::heterogeneous_model(g, 52);
+    const double dt = 1.3 * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), 4);
+    const Survey survey = test::random_survey(g, 2, 2, 4, 150, 3e8, dt, 7);
+    PropagatorOptions opt = test::double_options(4, 10);
+    opt.precision = c.precision;
+    opt.snapshots.compression = c.compression;
+    opt.cpml.frequency_hz = 3e8;
+    const Traces observed = CpuPropagator(opt).forward(truth, survey);
+    const GradientResult all = CpuPropagator(opt).gradient(model, survey, observed);
+    PropagatorOptions ck = opt;
+    ck.snapshots.checkpoint_steps = c.checkpoint_steps;
+    CpuPropagator prop(ck);
+    const GradientResult some = prop.gradient(model, survey, observed);
+    const auto mem_all = CpuPropagator(opt).estimate_memory(model, survey, true);
+    const auto mem_ck = prop.estimate_memory(model, survey, true);
+    std::printf("checkpointing %-12s kept-level memory %.2f MB instead of %.2f MB\n", c.name, mem_ck.snapshot_bytes / 1e6,
+                mem_all.snapshot_bytes / 1e6);
+    EXPECT_EQ(some.misfit, all.misfit);
+    EXPECT_EQ(some.grad_eps_r.values(), all.grad_eps_r.values());
+    EXPECT_EQ(some.grad_sigma.values(), all.grad_sigma.values());
+    EXPECT_EQ(some.grad_wavelet, all.grad_wavelet);
+    // only a balanced C saves memory: C = 7 on 300 steps keeps 43 states of 7
+    // fields, more than the 300 levels; fp8 levels are smaller than states
+    if (c.checkpoint_steps == -1) {
+        EXPECT_LT(mem_ck.snapshot_bytes, mem_all.snapshot_bytes / 3);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Segments, Checkpointing,
+    ::testing::Values(CheckpointCase{"auto_double", Precision::double_precision, SnapshotCompression::none, -1},
+                      CheckpointCase{"c7_single", Precision::single, SnapshotCompression::none, 7},
+                      CheckpointCase{"c50_bf16", Precision::single, SnapshotCompression::bf16, 50},
+                      CheckpointCase{"c13_fp8", Precision::double_precision, SnapshotCompression::fp8, 13}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(CheckpointingOptions, NeedIntervalOne) {
+    PropagatorOptions opt;
+    opt.snapshots.checkpoint_steps = 10;
+    opt.snapshots.interval = 2;
+    EXPECT_THROW(opt.validate(), InvalidArgument);
+    EXPECT_EQ(resolve_checkpoint_steps(-1, 2000), 119);  // ceil(sqrt(7 * 2000))
+    EXPECT_EQ(resolve_checkpoint_steps(0, 2000), 0);
+    EXPECT_EQ(resolve_checkpoint_steps(5000, 2000), 2000);
+}
 
 }  // namespace
 }  // namespace gprfwi

@@ -48,6 +48,13 @@ struct SnapshotOptions {
     /// quarters it (float); both approximate, opt-in.
     SnapshotCompression compression = SnapshotCompression::none;
     SnapshotStorage storage = SnapshotStorage::automatic;
+    /// Exact gradient in bounded memory: 0 keeps every level (as above); C > 0
+    /// keeps the full forward state every C internal steps instead, and the
+    /// adjoint recomputes each segment's levels from its checkpoint (two-level
+    /// checkpointing: one extra forward run, memory for nt/C states and C
+    /// levels); -1 picks C = sqrt(7 nt), which balances the two. Needs
+    /// interval 1.
+    int checkpoint_steps = 0;
 };
 
 struct PropagatorOptions {

@@ -34,6 +34,7 @@ struct PropagationSetup {
     TimeStepping time;
     double alpha_max = 0;  // 1/s, CPML frequency shift actually used
     int snapshot_interval = 1;  // kept-level interval actually used (options' 0 resolved)
+    int checkpoint_steps = 0;   // steps per checkpointed segment (0: every level kept)
     std::vector<double> ca, cb, cq;  // padded layout (grid.storage_size()), halo zero
     CpmlAxisProfile cpml_x, cpml_z;
     ResampleOperator upsample;    // user wavelet -> internal
@@ -50,6 +51,10 @@ struct PropagationSetup {
     int model_row(int iz) const;
     int model_col(int ix) const;
 };
+
+/// Steps per checkpointed segment for `option` (0 off, -1 automatic: sqrt(7 nt),
+/// which balances nt/C states of 7 arrays against C levels).
+int resolve_checkpoint_steps(int option, int nt_internal);
 
 /// The kernels' view of the batch's grid, in the arithmetic type T.
 template <typename T>

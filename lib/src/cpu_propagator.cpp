@@ -67,28 +67,16 @@ public:
 
     InternalTraces forward(bool keep_levels) override {
         const std::size_t n = batch_size();
-        if (keep_levels) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        const int c = s_.checkpoint_steps;
+        if (keep_levels && !c) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        checkpoints_.clear();
+        kept_ = keep_levels;
         FieldArrays<T> f(n);
-        const auto fields = f.view();
-        const auto x = x_.view(), z = z_.view();
         InternalTraces traces = make_internal_traces(s_);
         for (int m = 0; m < s_.time.nt_internal; ++m) {
-            // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1}
-            k::cpu::update_h<T, ORDER>(g_, materials(), x, z, fields);
-            k::cpu::update_e<T, ORDER>(g_, materials(), x, z, fields);
-            for (std::size_t si = 0; si < s_.shots.size(); ++si) {
-                T* ey = f.ey.data() + si * g_.shot_stride;
-                const ShotOperators& op = s_.shots[si];
-                // Ey -= cb * J: weights already hold -cb * w * amplitude / (dx dz)
-                for (const PointWeight& pw : op.source)
-                    ey[pw.index] += static_cast<T>(pw.weight * op.wavelet_internal[m]);
-                for (std::size_t r = 0; r < op.receivers.size(); ++r) {
-                    double acc = 0;
-                    for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(ey[pw.index]);
-                    traces[si][r][m] = acc;
-                }
-            }
-            if (keep_levels)
+            if (keep_levels && c && m % c == 0) checkpoints_.push_back(f);  // the state at step m
+            step(f, m, &traces);
+            if (keep_levels && !c)
                 if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
@@ -96,7 +84,7 @@ public:
     }
 
     AdjointResult adjoint(const InternalTraces& r_internal) override {
-        if (!store_) throw Error("CpuEngine::adjoint needs a forward run that kept its levels");
+        if (!kept_) throw Error("CpuEngine::adjoint needs a forward run that kept its levels");
         const std::size_t n = batch_size();
         FieldArrays<T> adj(n);
         std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
@@ -106,7 +94,8 @@ public:
         const auto x = x_.view(), z = z_.view();
         AdjointResult out;
         out.grad_wavelet_internal.assign(s_.shots.size(), std::vector<double>(s_.time.nt_internal, 0.0));
-        for (int m = s_.time.nt_internal - 1; m >= 0; --m) {
+        // adjoint step m, imaging with kept levels m and m+1 (nullptr: not kept)
+        auto adjoint_step = [&](int m, const Stored* prev, const Stored* next) {
             for (std::size_t si = 0; si < s_.shots.size(); ++si) {
                 T* lam = adj.ey.data() + si * g_.shot_stride;
                 const ShotOperators& op = s_.shots[si];
@@ -118,9 +107,7 @@ public:
                 for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
                 out.grad_wavelet_internal[si][m] = acc;
             }
-            const Stored* prev = store_->level(m);
-            const Stored* next = store_->level(m + 1);
-            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(store_->interval()),
+            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev.data(), g_next.data(), level_scales(prev, m),
                                                 level_scales(next, m + 1)};
             k::cpu::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, fields, scratch,
@@ -128,6 +115,23 @@ public:
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+        };
+        if (const int c = s_.checkpoint_steps) {
+            // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
+            std::vector<Stored> levels(static_cast<std::size_t>(c + 1) * n);
+            auto slot = [&](int L, int a) { return levels.data() + static_cast<std::size_t>(L - a) * n; };
+            for (int seg = static_cast<int>(checkpoints_.size()) - 1; seg >= 0; --seg) {
+                const int a = seg * c, b = std::min(s_.time.nt_internal, a + c);
+                FieldArrays<T> f = checkpoints_[seg];
+                if (a > 0) keep_level(f.ey, slot(a, a), a);
+                for (int m = a; m < b; ++m) {
+                    step(f, m, nullptr);
+                    keep_level(f.ey, slot(m + 1, a), m + 1);
+                }
+                for (int m = b - 1; m >= a; --m) adjoint_step(m, m > 0 ? slot(m, a) : nullptr, slot(m + 1, a));
+            }
+        } else {
+            for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
         }
         // sum the per-shot accumulators in shot order
         const std::size_t cells = g_.shot_stride;
@@ -145,6 +149,27 @@ public:
 
 private:
     k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
+
+    /// Forward step m: H, E, the source term, and (when traces is given) the receivers.
+    void step(FieldArrays<T>& f, int m, InternalTraces* traces) {
+        const auto fields = f.view();
+        const auto x = x_.view(), z = z_.view();
+        // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1}
+        k::cpu::update_h<T, ORDER>(g_, materials(), x, z, fields);
+        k::cpu::update_e<T, ORDER>(g_, materials(), x, z, fields);
+        for (std::size_t si = 0; si < s_.shots.size(); ++si) {
+            T* ey = f.ey.data() + si * g_.shot_stride;
+            const ShotOperators& op = s_.shots[si];
+            // Ey -= cb * J: weights already hold -cb * w * amplitude / (dx dz)
+            for (const PointWeight& pw : op.source) ey[pw.index] += static_cast<T>(pw.weight * op.wavelet_internal[m]);
+            if (!traces) continue;
+            for (std::size_t r = 0; r < op.receivers.size(); ++r) {
+                double acc = 0;
+                for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(ey[pw.index]);
+                (*traces)[si][r][m] = acc;
+            }
+        }
+    }
 
     /// Stores Ey as kept level j (1-based); fp8 levels get a scale per shot,
     /// max |Ey| / 448 (1 for a zero field), and hold Ey / scale.
@@ -197,7 +222,9 @@ private:
     std::vector<T> ca_, cb_, cq_;
     AxisArrays<T> x_, z_;
     k::GridParams<T> g_;
-    std::optional<SnapshotStore<Stored>> store_;
+    std::optional<SnapshotStore<Stored>> store_;  // every kept level, or
+    std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
+    bool kept_ = false;
     std::vector<double> scales_;  // [kept level][shot], fp8 only
 };
 

@@ -128,6 +128,10 @@ MemoryEstimate EnginePropagator::estimate_memory(const Model& model, const Surve
         const int interval = options_.snapshots.interval > 0 ? options_.snapshots.interval
                                                              : auto_snapshot_interval(survey, t.dt_internal);
         e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / interval) * level * stored;
+        if (const int steps = resolve_checkpoint_steps(options_.snapshots.checkpoint_steps, t.nt_internal)) {
+            const std::size_t segments = static_cast<std::size_t>((t.nt_internal + steps - 1) / steps);
+            e.snapshot_bytes = segments * 7 * level * word + static_cast<std::size_t>(steps + 1) * level * stored;
+        }
     }
     std::size_t receivers = 0;
     for (const Shot& shot : survey.shots) receivers += shot.receivers.size();

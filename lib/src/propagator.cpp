@@ -58,6 +58,12 @@ void PropagatorOptions::validate() const {
     if (snapshots.interval < 0)
         throw InvalidArgument(fmt::format("snapshot interval must be >= 1, or 0 for automatic, got {}",
                                           snapshots.interval));
+    if (snapshots.checkpoint_steps < -1)
+        throw InvalidArgument(fmt::format("checkpoint steps must be > 0, 0 (off) or -1 (automatic), got {}",
+                                          snapshots.checkpoint_steps));
+    if (snapshots.checkpoint_steps != 0 && snapshots.interval != 1)
+        throw InvalidArgument(fmt::format("checkpointing recomputes every level and keeps the gradient exact: it "
+                                          "needs snapshot interval 1, got {}", snapshots.interval));
     if (device < -1) throw InvalidArgument(fmt::format("device must be >= 0, or -1 for automatic, got {}", device));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));

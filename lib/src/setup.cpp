@@ -64,6 +64,7 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     s.time = plan_time_stepping(model, survey, options.stencil_order, options.allow_substeps);
     s.snapshot_interval = options.snapshots.interval > 0 ? options.snapshots.interval
                                                          : auto_snapshot_interval(survey, s.time.dt_internal);
+    s.checkpoint_steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, s.time.nt_internal);
     fill_coefficients(s, model);
 
     const double c_ref = options.cpml.reference_velocity > 0
@@ -104,6 +105,12 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
         s.upsample.apply(shot.wavelet.data(), op.wavelet_internal.data());
     }
     return s;
+}
+
+int resolve_checkpoint_steps(int option, int nt) {
+    if (option == 0) return 0;
+    const int c = option > 0 ? option : static_cast<int>(std::ceil(std::sqrt(7.0 * nt)));
+    return std::clamp(c, 1, std::max(nt, 1));
 }
 
 void throw_blowup(const PropagationSetup& s, const char* what, int shot, int step) {
