@@ -30,7 +30,7 @@ struct BenchArgs {
     std::string precision = "single";
     std::string compression = "none";
     std::string storage = "auto";
-    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1;
+    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0;
 };
 
 double now_s() {
@@ -83,6 +83,7 @@ void run_bench(const BenchArgs& a) {
     opt.snapshots.compression = parse_compression(a.compression);
     opt.snapshots.interval = a.interval;
     opt.snapshots.storage = parse_storage(a.storage);
+    opt.snapshots.checkpoint_steps = a.checkpoint;
     auto prop = make_propagator(opt);
     const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
@@ -166,6 +167,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host")
         ->capture_default_str();
     cmd->add_option("--interval", a->interval, "Keep every k-th forward level (0: automatic)")->capture_default_str();
+    cmd->add_option("--checkpoint", a->checkpoint,
+                    "Exact gradient from checkpoints every C steps (0: keep every level, -1: automatic C)")
+        ->capture_default_str();
     cmd->add_option("--nx", a->nx, "Model nodes in x")->capture_default_str();
     cmd->add_option("--nz", a->nz, "Model nodes in z")->capture_default_str();
     cmd->add_option("--pml", a->pml, "CPML cells per side")->capture_default_str();

@@ -194,24 +194,13 @@ public:
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         allocate(keep_levels);
         const auto f = fields_->view();
-        const auto x = x_->view(), z = z_->view();
-        const int nt = s_.time.nt_internal;
+        const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         fields_->zero(stream_);
         for (int m = 0; m < nt; ++m) {
-            const int j = keep_levels ? kept_index(m + 1) : 0;  // kept level number, 0: not kept
+            if (keep_levels && c && m % c == 0) copy_state(f, checkpoint(m / c));  // the state at step m
+            const int j = keep_levels && !c ? kept_index(m + 1) : 0;             // kept level number, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
-            // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
-            k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
-            if constexpr (kScaledStorage<Stored>) {
-                // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-                k::cuda::update_e<T, ORDER, T>(g_, materials(), x, z, f, nullptr, stream_);
-                k::cuda::inject_sources<T, T>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, nullptr, stream_);
-                if (keep) k::cuda::keep_level_fp8<T>(g_, f.ey, keep, scales_for(j), max_scratch_.get(), stream_);
-            } else {
-                k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
-                k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
-            }
-            k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
+            step(f, m, keep, j, true);
             if (j) level_written(j);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
@@ -245,25 +234,41 @@ public:
         g_next_.zero(stream_);
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
-        for (int m = nt - 1; m >= 0; --m) {
+        // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
+        auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
             // transpose of the receiver sampling, then of the source term
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
-            const int j_prev = kept_index(m), j_next = kept_index(m + 1);
-            const Stored* prev = level_for_reading(j_prev);
-            const Stored* next = level_for_reading(j_next);
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next)};
             k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
                                                   stream_);
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
             k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
-            // level m+1 was used for the last time: its ring slot takes the level kRing below
-            if (const int j = kept_index(m + 1); j && host_levels_) {
-                GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j % kRing], stream_));
-                prefetch(j - kRing);
-            }
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+        };
+        if (const int c = s_.checkpoint_steps) {
+            // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
+            const auto f = fields_->view();
+            auto slot = [&](int L, int a) { return levels_.get() + static_cast<std::size_t>(L - a) * batch_size(); };
+            for (int seg = (nt - 1) / c; seg >= 0; --seg) {
+                const int a = seg * c, b = std::min(nt, a + c);
+                copy_state(checkpoint(seg), f);
+                if (a > 0) keep_level(f.ey, slot(a, a), a);
+                for (int m = a; m < b; ++m) step(f, m, slot(m + 1, a), m + 1, false);
+                for (int m = b - 1; m >= a; --m)
+                    adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a));
+            }
+        } else {
+            for (int m = nt - 1; m >= 0; --m) {
+                const int j_prev = kept_index(m), j_next = kept_index(m + 1);
+                adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next));
+                // level m+1 was used for the last time: its ring slot takes the level kRing below
+                if (j_next && host_levels_) {
+                    GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j_next % kRing], stream_));
+                    prefetch(j_next - kRing);
+                }
+            }
         }
         DeviceArray<double> sum(g_.shot_stride, peak_scratch_);
         AdjointResult out;
@@ -287,10 +292,51 @@ private:
 
 public:
     std::string level_storage() const override {
+        if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
         return host_levels_ ? "pinned host memory (copied on a second stream)" : "device memory";
     }
 
 private:
+    /// Forward step m: H, E, the source term; Ey^{m+1} kept as level j in `keep`
+    /// when non-null; the receivers sampled when `sample`.
+    void step(const k::TmFields<T>& f, int m, Stored* keep, int j, bool sample) {
+        const auto x = x_->view(), z = z_->view();
+        const int nt = s_.time.nt_internal;
+        // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
+        k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
+        if constexpr (kScaledStorage<Stored>) {
+            // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
+            k::cuda::update_e<T, ORDER, T>(g_, materials(), x, z, f, nullptr, stream_);
+            k::cuda::inject_sources<T, T>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, nullptr, stream_);
+            if (keep) keep_level(f.ey, keep, j);
+        } else {
+            k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
+            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+        }
+        if (sample) k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
+    }
+
+    /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
+    void keep_level(const T* ey, Stored* level, int j) {
+        if constexpr (kScaledStorage<Stored>) k::cuda::keep_level_fp8<T>(g_, ey, level, scales_for(j), max_scratch_.get(), stream_);
+        else k::cuda::store_level<T, Stored>(g_, ey, level, stream_);
+    }
+
+    /// The 7 fields of checkpoint `seg` (checkpoint_steps mode).
+    k::TmFields<T> checkpoint(int seg) const {
+        T* base = checkpoints_.get() + static_cast<std::size_t>(seg) * 7 * batch_size();
+        const std::size_t n = batch_size();
+        return {base, base + n, base + 2 * n, base + 3 * n, base + 4 * n, base + 5 * n, base + 6 * n};
+    }
+
+    void copy_state(const k::TmFields<T>& from, const k::TmFields<T>& to) {
+        const std::size_t bytes = batch_size() * sizeof(T);
+        const T* const src[7] = {from.ey, from.hx, from.hz, from.psi_ey_x, from.psi_ey_z, from.psi_hz_x, from.psi_hx_z};
+        T* const dst[7] = {to.ey, to.hx, to.hz, to.psi_ey_x, to.psi_ey_z, to.psi_hz_x, to.psi_hx_z};
+        for (int i = 0; i < 7; ++i)
+            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(dst[i], src[i], bytes, cudaMemcpyDeviceToDevice, stream_));
+    }
+
     /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
     int kept_index(int L) const {
         const int k = s_.snapshot_interval;
@@ -350,9 +396,13 @@ private:
         std::size_t b = 3 * cells * sizeof(T) + 7 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (gradient)
-            b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double) +
-                 (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
-                                   : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
+            b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double);
+            if (const int c = s_.checkpoint_steps)
+                b += static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n * sizeof(T) +
+                     static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
+            else
+                b += (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
+                                       : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
         return b;
     }
 
@@ -361,7 +411,7 @@ private:
         std::size_t free_b = 0, total_b = 0;
         GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         const auto storage = opt_.snapshots.storage;
-        host_levels_ = gradient && (storage == SnapshotStorage::host ||
+        host_levels_ = gradient && !s_.checkpoint_steps && (storage == SnapshotStorage::host ||
                                     (storage == SnapshotStorage::automatic &&
                                      bytes_needed(true, true) > free_b / 10 * 9));
         const std::size_t need = bytes_needed(gradient, !host_levels_);
@@ -414,6 +464,9 @@ private:
                 GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
                 for (auto* list : {&written_, &copied_, &ready_, &consumed_})
                     for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            } else if (const int c = s_.checkpoint_steps) {
+                checkpoints_ = DeviceArray<T>(static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n, bytes);
+                levels_ = DeviceArray<Stored>(static_cast<std::size_t>(c + 1) * n, bytes);  // one segment's levels
             } else {
                 levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
             }
@@ -454,7 +507,8 @@ private:
     std::optional<DeviceSparse> sparse_;
     DeviceArray<double> traces_, g_prev_, g_next_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
-    DeviceArray<Stored> levels_;  // kept levels on the device, or
+    DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment
+    DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or
     static constexpr int kRing = 4;   // ... a ring of device slots for levels kept in
     DeviceArray<Stored> ring_;    //     pinned host memory
     Stored* pinned_ = nullptr;

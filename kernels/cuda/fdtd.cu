@@ -301,6 +301,13 @@ __global__ void sum_over_shots_kernel(GridParams<T> g, const double* per_shot, d
     out[i] = acc;
 }
 
+template <typename T, typename Stored>
+__global__ void store_level_kernel(std::size_t n, const T* ey, Stored* level) {
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+        level[i] = store_as<Stored>(ey[i]);
+}
+
 /// max |field| of each shot (blockIdx.y), as the bits of a non-negative
 /// double, which order like the values (max is exact in any order).
 template <typename T>
@@ -421,6 +428,13 @@ void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out,
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T, typename Stored>
+void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stream) {
+    const std::size_t n = g.shot_stride * g.n_shots;
+    store_level_kernel<T, Stored><<<std::min(blocks_for(n, 256), 4096), 256, 0, stream>>>(n, ey, level);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename T>
 void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales, unsigned long long* max_scratch,
                     Stream stream) {
@@ -473,6 +487,8 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
                                             const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,       \
                                             const ImagingView<T, Fp8>*, Stream);                                    \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
+    template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
+    template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
     template void sum_over_shots<T>(const GridParams<T>&, const double*, double*, Stream);                          \
     template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)

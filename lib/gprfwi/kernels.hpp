@@ -209,6 +209,10 @@ void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const Adjo
 template <typename T>
 void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out, Stream stream);
 
+/// level = Ey in the storage type (bf16 or T itself), for the whole batch.
+template <typename T, typename Stored>
+void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stream);
+
 /// Keeps Ey as fp8 in `level`, with scales[shot] = max |Ey| / 448 of each shot
 /// (1 for a zero field); `max_scratch` holds n_shots values.
 template <typename T>
