@@ -164,7 +164,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--mode", a->mode, "forward | gradient")->capture_default_str();
     cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
     cmd->add_option("--compression", a->compression, "Snapshot storage type: none | bf16 | fp8")->capture_default_str();
-    cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host")
+    cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host | disk")
         ->capture_default_str();
     cmd->add_option("--interval", a->interval, "Keep every k-th forward level (0: automatic)")->capture_default_str();
     cmd->add_option("--checkpoint", a->checkpoint,

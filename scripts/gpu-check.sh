@@ -24,6 +24,7 @@ bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | 
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host --compression bf16
+  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage disk --compression bf16
   bench --nx 4000 --nz 4000 --pml 20 --shots 1 --nt 1000 --stencil 4 --mode forward --repeats 3
 } 2>&1 | tee "$out/bench.log"
 if [ $profile = 1 ]; then

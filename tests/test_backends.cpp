@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 
@@ -159,6 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
                                  SnapshotStorage::host},
                       ParityCase{"o4_single_auto_k", 4, kSingle, kNone, 0, 0.9, kSinc},
                       ParityCase{"o4_double_ckpt", 4, kDouble, kNone, 1, 1.5, kSinc, SnapshotStorage::device, -1},
+                      ParityCase{"o4_double_disk", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::disk},
+                      ParityCase{"o6_single_disk_bf16_k2", 6, kSingle, kBf16, 2, 1.5, kSinc, SnapshotStorage::disk},
                       ParityCase{"o8_single_fp8_ckpt7", 8, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc,
                                  SnapshotStorage::device, 7}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
@@ -227,6 +232,36 @@ TEST(CudaBackend, ReportsBlowUpAndOutOfMemory) {
         EXPECT_NE(msg.find("GiB are free"), std::string::npos) << msg;
         EXPECT_NE(msg.find("bf16"), std::string::npos) << msg;
     }
+}
+
+TEST(CudaBackend, DiskStorageCleansUpAndRefusesWhenTheDiskIsTooSmall) {
+    SKIP_WITHOUT_GPU();
+    const auto scratch = std::filesystem::temp_directory_path() / ("gprfwi-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(scratch);
+    PropagatorOptions opt;
+    opt.backend = BackendKind::cuda;
+    opt.snapshots.storage = SnapshotStorage::disk;
+    opt.snapshots.scratch_dir = scratch.string();
+    const Grid g{60, 50, 0.02, 0.02};
+    const Model model = test::heterogeneous_model(g, 3);
+    const Survey survey = test::random_survey(g, 2, 1, 3, 200, 3e8, 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4), 2);
+    auto p = make_propagator(opt);
+    p->gradient(model, survey, make_traces(survey));
+    EXPECT_NE(p->last_timings().level_storage.find("disk"), std::string::npos);
+    EXPECT_TRUE(std::filesystem::is_empty(scratch)) << "the run's scratch folder must be removed";
+
+    // about 260 GB of kept levels: more than the free space of any test machine's disk
+    const Grid big{2000, 2000, 0.01, 0.01};
+    const Survey s = test::random_survey(big, 4, 1, 1, 4000, 3e8, 0.9 * test::cfl_limit(big, 4.0, 4), 2);
+    try {
+        make_propagator(opt)->gradient(Model::uniform(big, 4.0, 0.0), s, make_traces(s));
+        FAIL() << "expected OutOfMemory";
+    } catch (const OutOfMemory& e) {
+        std::printf("%s\n", e.what());
+        EXPECT_NE(std::string(e.what()).find("MiB are free there"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(scratch)) << "a refused run must leave nothing behind";
+    std::filesystem::remove_all(scratch);
 }
 
 TEST(CudaBackend, WithoutCudaTheBackendSaysSo) {

@@ -4,8 +4,15 @@
 
 #include <cuda_runtime.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <future>
 #include <string>
 #include <cstdlib>
 #include <map>
@@ -165,6 +172,23 @@ struct DeviceSparse {
     }
 };
 
+/// A scratch folder with one open file, removed with everything in it when
+/// this goes, including when the engine that holds it fails to construct.
+struct ScratchFile {
+    std::filesystem::path folder;
+    int fd = -1;
+    ScratchFile() = default;
+    ScratchFile(const ScratchFile&) = delete;
+    ScratchFile& operator=(const ScratchFile&) = delete;
+    ~ScratchFile() {
+        if (fd >= 0) close(fd);
+        if (!folder.empty()) {
+            std::error_code ignored;
+            std::filesystem::remove_all(folder, ignored);
+        }
+    }
+};
+
 std::string device_name(int device) {
     cudaDeviceProp p{};
     GPRFWI_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
@@ -181,6 +205,11 @@ public:
         allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {
+        for (auto& f : io_)  // finish (and forget the errors of) any disk transfer still running
+            if (f.valid()) try {
+                    f.get();
+                } catch (...) {
+                }
         if (pinned_) cudaFreeHost(pinned_);
         // (a failed call here would leave CUDA's last error set for the next engine)
         for (auto* list : {&written_, &copied_, &ready_, &consumed_})
@@ -205,6 +234,7 @@ public:
             if (check_now(m)) check_finite(f.ey, m, "Ey");
         }
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+        for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
         const std::vector<double> flat = traces_.download();
         InternalTraces out = make_internal_traces(s_);
@@ -293,6 +323,7 @@ private:
 public:
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
+        if (disk_) return "disk (" + scratch_.folder.string() + ", asynchronous reads and writes)";
         return host_levels_ ? "pinned host memory (copied on a second stream)" : "device memory";
     }
 
@@ -348,7 +379,36 @@ private:
         return scales_.get() + static_cast<std::size_t>(j - 1) * g_.n_shots;
     }
     Stored* ring_slot(int j) const { return ring_.get() + static_cast<std::size_t>(j % kRing) * batch_size(); }
-    Stored* host_level(int j) const { return pinned_ + static_cast<std::size_t>(j - 1) * batch_size(); }
+    /// Host storage: level j's pinned slot; disk storage: the pinned staging slot it passes through.
+    Stored* host_level(int j) const {
+        return pinned_ + static_cast<std::size_t>(disk_ ? j % kRing : j - 1) * batch_size();
+    }
+    std::size_t level_bytes() const { return batch_size() * sizeof(Stored); }
+
+    /// Waits for (and rethrows the error of) the disk transfer through staging slot s.
+    void wait_io(int s) {
+        if (io_[s].valid()) io_[s].get();
+    }
+
+    /// Writes (write = true) or reads kept level j at its place in the scratch file.
+    void disk_transfer(int j, Stored* buffer, bool write) const {
+        const std::size_t total = level_bytes();
+        const off_t offset = static_cast<off_t>(static_cast<std::size_t>(j - 1) * total);
+        auto* p = reinterpret_cast<char*>(buffer);
+        for (std::size_t done = 0; done < total;) {
+            const ssize_t r = write ? pwrite(scratch_.fd, p + done, total - done, offset + static_cast<off_t>(done))
+                                    : pread(scratch_.fd, p + done, total - done, offset + static_cast<off_t>(done));
+            if (r <= 0) {
+                const std::string why = r < 0 ? std::strerror(errno) : "unexpected end of file";
+                std::error_code ec;
+                const auto space = std::filesystem::space(scratch_.folder, ec);
+                throw Error(std::string(write ? "writing" : "reading") + " kept level " + std::to_string(j) + " (" +
+                            std::to_string(total >> 20) + " MiB) in " + scratch_.folder.string() + " failed: " + why +
+                            (ec ? std::string() : "; " + std::to_string(space.available >> 20) + " MiB free there"));
+            }
+            done += static_cast<std::size_t>(r);
+        }
+    }
 
     /// Where the forward writes kept level j: its device slot, or (host
     /// storage) a ring slot whose previous copy to the host has finished.
@@ -360,25 +420,45 @@ private:
     /// After the step that wrote level j: copy it to the host on the copy stream.
     void level_written(int j) {
         if (!host_levels_) return;
-        GPRFWI_CUDA_CHECK(cudaEventRecord(written_[j % kRing], stream_));
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written_[j % kRing], 0));
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host_level(j), ring_slot(j), batch_size() * sizeof(Stored),
-                                          cudaMemcpyDeviceToHost, copy_stream_));
-        GPRFWI_CUDA_CHECK(cudaEventRecord(copied_[j % kRing], copy_stream_));
+        const int s = j % kRing;
+        GPRFWI_CUDA_CHECK(cudaEventRecord(written_[s], stream_));
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written_[s], 0));
+        if (disk_) wait_io(s);  // the staging slot's previous level is on disk
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host_level(j), ring_slot(j), level_bytes(), cudaMemcpyDeviceToHost, copy_stream_));
+        GPRFWI_CUDA_CHECK(cudaEventRecord(copied_[s], copy_stream_));
+        if (disk_)
+            io_[s] = std::async(std::launch::async, [this, j, s] {
+                GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+                GPRFWI_CUDA_CHECK(cudaEventSynchronize(copied_[s]));
+                disk_transfer(j, host_level(j), true);
+            });
     }
     /// Host storage: bring level j back into its ring slot once the slot's last
     /// reader has run.
     void prefetch(int j) {
         if (j < 1) return;
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, consumed_[j % kRing], 0));
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), batch_size() * sizeof(Stored),
-                                          cudaMemcpyHostToDevice, copy_stream_));
-        GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[j % kRing], copy_stream_));
+        const int s = j % kRing;
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, consumed_[s], 0));
+        if (!disk_) {
+            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), level_bytes(), cudaMemcpyHostToDevice, copy_stream_));
+            GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[s], copy_stream_));
+            return;
+        }
+        // disk: read into the staging slot, then copy up, off the main thread
+        wait_io(s);
+        io_[s] = std::async(std::launch::async, [this, j, s] {
+            GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+            GPRFWI_CUDA_CHECK(cudaEventSynchronize(ready_[s]));  // the slot's previous copy up has left it
+            disk_transfer(j, host_level(j), false);
+            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), level_bytes(), cudaMemcpyHostToDevice, copy_stream_));
+            GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[s], copy_stream_));
+        });
     }
     /// The adjoint's view of kept level j (nullptr for 0), waiting for its copy.
     const Stored* level_for_reading(int j) {
         if (!j) return nullptr;
         if (!host_levels_) return levels_.get() + static_cast<std::size_t>(j - 1) * batch_size();
+        if (disk_) wait_io(j % kRing);  // its copy up has been issued
         GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[j % kRing], 0));
         return ring_slot(j);
     }
@@ -411,7 +491,8 @@ private:
         std::size_t free_b = 0, total_b = 0;
         GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         const auto storage = opt_.snapshots.storage;
-        host_levels_ = gradient && !s_.checkpoint_steps && (storage == SnapshotStorage::host ||
+        disk_ = gradient && !s_.checkpoint_steps && storage == SnapshotStorage::disk;
+        host_levels_ = gradient && !s_.checkpoint_steps && (storage == SnapshotStorage::host || disk_ ||
                                     (storage == SnapshotStorage::automatic &&
                                      bytes_needed(true, true) > free_b / 10 * 9));
         const std::size_t need = bytes_needed(gradient, !host_levels_);
@@ -454,7 +535,8 @@ private:
             }
             if (host_levels_) {
                 ring_ = DeviceArray<Stored>(static_cast<std::size_t>(kRing) * n, bytes);
-                const std::size_t host_bytes = static_cast<std::size_t>(n_levels_) * n * sizeof(Stored);
+                if (disk_) open_scratch_file();
+                const std::size_t host_bytes = static_cast<std::size_t>(disk_ ? kRing : n_levels_) * n * sizeof(Stored);
                 if (cudaHostAlloc(reinterpret_cast<void**>(&pinned_), host_bytes, cudaHostAllocDefault) != cudaSuccess) {
                     cudaGetLastError();
                     throw OutOfMemory("cannot pin " + std::to_string(host_bytes >> 20) +
@@ -474,6 +556,29 @@ private:
         }
         allocated_ += bytes;
         peak_ = std::max(peak_, allocated_);
+    }
+
+    /// Disk storage: a folder of its own under the scratch folder, with one file
+    /// sized for every kept level; refuses to start when the disk lacks the room.
+    void open_scratch_file() {
+        std::string base = opt_.snapshots.scratch_dir;
+        if (base.empty()) base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+        const auto folder = std::filesystem::path(base) / ("gprfwi-levels-" + std::to_string(getpid()) + "-" +
+                                                           std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+        std::error_code ec;
+        std::filesystem::create_directories(folder, ec);
+        if (ec) throw Error("cannot create the scratch folder " + folder.string() + ": " + ec.message());
+        scratch_.folder = folder;
+        const std::size_t need = static_cast<std::size_t>(n_levels_) * level_bytes();
+        const auto space = std::filesystem::space(folder, ec);
+        if (!ec && space.available < need)
+            throw OutOfMemory("kept forward levels need " + std::to_string(need >> 20) + " MiB in " + folder.string() +
+                              " but only " + std::to_string(space.available >> 20) +
+                              " MiB are free there; choose another snapshots.scratch_dir, bf16 or fp8 levels, a "
+                              "snapshot interval, or checkpointing");
+        const auto file = folder / "levels.bin";
+        scratch_.fd = open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (scratch_.fd < 0) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
     }
 
     bool check_now(int step) const {
@@ -513,6 +618,9 @@ private:
     DeviceArray<Stored> ring_;    //     pinned host memory
     Stored* pinned_ = nullptr;
     bool host_levels_ = false;
+    bool disk_ = false;                    // disk storage: pinned_ is a staging ring of kRing slots
+    ScratchFile scratch_;                  // its folder and file (declared before io_: outlives the transfers)
+    std::array<std::future<void>, kRing> io_;  // disk transfer through each staging slot
     cudaStream_t copy_stream_ = nullptr;
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     DeviceArray<int> flag_;

@@ -24,9 +24,9 @@ enum class BackendKind { automatic, cpu, cuda };
 enum class SnapshotCompression { none, bf16, fp8 };
 /// ... and where a GPU backend keeps them: in its own memory, in pinned host
 /// memory (copied on a second stream, overlapped with the time loop), or
-/// `automatic`: the device when they fit, else the host. The CPU backend keeps
-/// them in host memory whatever this says.
-enum class SnapshotStorage { automatic, device, host };
+/// `automatic`: the device when they fit, else the host; or in a scratch
+/// folder on disk. The CPU backend keeps them in host memory whatever this says.
+enum class SnapshotStorage { automatic, device, host, disk };
 
 Precision parse_precision(const std::string& name);
 BackendKind parse_backend(const std::string& name);
@@ -48,6 +48,9 @@ struct SnapshotOptions {
     /// quarters it (float); both approximate, opt-in.
     SnapshotCompression compression = SnapshotCompression::none;
     SnapshotStorage storage = SnapshotStorage::automatic;
+    /// Folder for `disk` storage (a subfolder per run is made there and always
+    /// removed); empty selects $TMPDIR, else /tmp.
+    std::string scratch_dir;
     /// Exact gradient in bounded memory: 0 keeps every level (as above); C > 0
     /// keeps the full forward state every C internal steps instead, and the
     /// adjoint recomputes each segment's levels from its checkpoint (two-level

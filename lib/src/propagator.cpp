@@ -37,11 +37,17 @@ SnapshotStorage parse_storage(const std::string& name) {
     if (name == "auto") return SnapshotStorage::automatic;
     if (name == "device") return SnapshotStorage::device;
     if (name == "host") return SnapshotStorage::host;
-    throw InvalidArgument(fmt::format("snapshot storage must be 'auto', 'device' or 'host', got '{}'", name));
+    if (name == "disk") return SnapshotStorage::disk;
+    throw InvalidArgument(fmt::format("snapshot storage must be 'auto', 'device', 'host' or 'disk', got '{}'", name));
 }
 
 const char* to_string(SnapshotStorage s) {
-    return s == SnapshotStorage::automatic ? "auto" : s == SnapshotStorage::device ? "device" : "host";
+    switch (s) {
+        case SnapshotStorage::automatic: return "auto";
+        case SnapshotStorage::device: return "device";
+        case SnapshotStorage::host: return "host";
+        default: return "disk";
+    }
 }
 
 const char* to_string(Precision p) { return p == Precision::single ? "single" : "double"; }
