@@ -64,10 +64,10 @@ double host_copy_bandwidth() {
 // CUDA (coefficients read once per node for all shots): forward 9 arrays of T
 // plus 3/shots, the adjoint 16 plus 3/shots.
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots) {
-    const double coef = cuda ? 3.0 / shots : 3.0;
-    const double forward = (cuda ? 9.0 : 9.0) * word + coef * word;
+    const double coef = cuda ? 3.0 / shots : 3.0;  // ca, cb, cq: per node, or per node and shot
+    const double forward = 9.0 * word + coef * word;
     if (!gradient) return forward;
-    const double adjoint = (cuda ? 16.0 : 16.0) * word + coef * word;
+    const double adjoint = 16.0 * word + coef * word;
     return forward + adjoint + 3.0 * stored + 4.0 * 8.0;
 }
 
