@@ -7,5 +7,6 @@ namespace gprfwi::app {
 
 void add_forward_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_check_command(CLI::App& app);
 
 }  // namespace gprfwi::app

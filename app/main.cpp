@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     gprfwi::app::add_forward_command(app);
     gprfwi::app::add_bench_command(app);
+    gprfwi::app::add_check_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

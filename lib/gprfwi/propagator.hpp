@@ -100,6 +100,9 @@ int auto_snapshot_interval(const Survey& survey, double dt_internal);
 /// sub-steps are not allowed.
 TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int stencil_order,
                                 bool allow_substeps);
+/// The same from sizes alone: min eps_r*mu_r of the model, dt in s, nt samples.
+TimeStepping plan_time_stepping(const Grid& grid, double min_eps_mu, double dt, int nt, int stencil_order,
+                                bool allow_substeps);
 
 struct GradientResult {
     double misfit = 0.0;
@@ -124,6 +127,12 @@ struct MemoryEstimate {
     std::size_t traces_bytes = 0;
     std::size_t total() const { return fields_bytes + snapshot_bytes + traces_bytes; }
 };
+
+/// Bytes a batch needs, from its sizes: padded grid, internal steps, shots,
+/// receivers in all, the snapshot interval in use (>= 1), and the options.
+MemoryEstimate estimate_batch_memory(const PaddedGrid& grid, int nt_internal, std::size_t shots,
+                                     std::size_t receivers, int interval, const PropagatorOptions& options,
+                                     bool gradient);
 
 class Propagator {
 public:

@@ -115,27 +115,32 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
 MemoryEstimate EnginePropagator::estimate_memory(const Model& model, const Survey& survey, bool gradient) const {
     const PaddedGrid g(model.grid, options_.cpml.widths);
     const TimeStepping t = plan_time_stepping(model, survey, options_.stencil_order, options_.allow_substeps);
-    const std::size_t word = options_.precision == Precision::single ? 4 : 8;
-    const std::size_t level = g.storage_size() * survey.shots.size();
+    std::size_t receivers = 0;
+    for (const Shot& shot : survey.shots) receivers += shot.receivers.size();
+    const int interval = options_.snapshots.interval > 0 ? options_.snapshots.interval
+                                                         : auto_snapshot_interval(survey, t.dt_internal);
+    return estimate_batch_memory(g, t.nt_internal, survey.shots.size(), receivers, interval, options_, gradient);
+}
+
+MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::size_t shots, std::size_t receivers,
+                                     int interval, const PropagatorOptions& options, bool gradient) {
+    const std::size_t word = options.precision == Precision::single ? 4 : 8;
+    const std::size_t level = g.storage_size() * shots;
     MemoryEstimate e;
     // coefficients (3) + forward fields (7); gradient: adjoint fields (7),
     // scratch (4) and two double accumulators per shot
     e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
     if (gradient) {
         e.fields_bytes += 11 * level * word + 2 * level * sizeof(double);
-        const auto c = options_.snapshots.compression;
+        const auto c = options.snapshots.compression;
         const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
-        const int interval = options_.snapshots.interval > 0 ? options_.snapshots.interval
-                                                             : auto_snapshot_interval(survey, t.dt_internal);
-        e.snapshot_bytes = static_cast<std::size_t>(t.nt_internal / interval) * level * stored;
-        if (const int steps = resolve_checkpoint_steps(options_.snapshots.checkpoint_steps, t.nt_internal)) {
-            const std::size_t segments = static_cast<std::size_t>((t.nt_internal + steps - 1) / steps);
+        e.snapshot_bytes = static_cast<std::size_t>(nt_internal / interval) * level * stored;
+        if (const int steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, nt_internal)) {
+            const std::size_t segments = static_cast<std::size_t>((nt_internal + steps - 1) / steps);
             e.snapshot_bytes = segments * 7 * level * word + static_cast<std::size_t>(steps + 1) * level * stored;
         }
     }
-    std::size_t receivers = 0;
-    for (const Shot& shot : survey.shots) receivers += shot.receivers.size();
-    e.traces_bytes = receivers * static_cast<std::size_t>(t.nt_internal) * sizeof(double) * (gradient ? 2 : 1);
+    e.traces_bytes = receivers * static_cast<std::size_t>(nt_internal) * sizeof(double) * (gradient ? 2 : 1);
     return e;
 }
 

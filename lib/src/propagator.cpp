@@ -76,24 +76,27 @@ void PropagatorOptions::validate() const {
 }
 
 TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int order, bool allow_substeps) {
-    const Grid& g = model.grid;
-    const double v_max = speed_of_light() / std::sqrt(model.min_eps_mu());
+    return plan_time_stepping(model.grid, model.min_eps_mu(), survey.dt, survey.nt, order, allow_substeps);
+}
+
+TimeStepping plan_time_stepping(const Grid& g, double min_eps_mu, double dt, int nt, int order, bool allow_substeps) {
+    const double v_max = speed_of_light() / std::sqrt(min_eps_mu);
     TimeStepping t;
-    t.dt_user = survey.dt;
+    t.dt_user = dt;
     t.dt_max = 1.0 / (v_max * std::sqrt(1.0 / (g.dx * g.dx) + 1.0 / (g.dz * g.dz)) * stencil_abs_sum(order));
     // a relative slack of 1e-12 keeps dt == dt_max (computed elsewhere) at ratio 1
-    t.ratio = std::max(1, static_cast<int>(std::ceil(survey.dt / t.dt_max * (1.0 - 1e-12))));
+    t.ratio = std::max(1, static_cast<int>(std::ceil(dt / t.dt_max * (1.0 - 1e-12))));
     if (t.ratio > 1 && !allow_substeps)
         throw UnstableTimeStep(fmt::format(
             "dt = {:.6g} s exceeds the CFL limit {:.6g} s of stencil order {} on this grid "
             "(v_max = {:.6g} m/s, dx = {} m, dz = {} m); use dt <= {:.6g} s or allow sub-steps",
-            survey.dt, t.dt_max, order, v_max, g.dx, g.dz, t.dt_max));
-    if (static_cast<double>(t.ratio) * survey.nt > 2.0e9)
+            dt, t.dt_max, order, v_max, g.dx, g.dz, t.dt_max));
+    if (static_cast<double>(t.ratio) * nt > 2.0e9)
         throw UnstableTimeStep(fmt::format(
             "dt = {:.6g} s needs {} internal steps per sample (CFL limit {:.6g} s): {} steps in all is too many",
-            survey.dt, t.ratio, t.dt_max, static_cast<double>(t.ratio) * survey.nt));
-    t.dt_internal = survey.dt / t.ratio;
-    t.nt_internal = survey.nt * t.ratio;
+            dt, t.ratio, t.dt_max, static_cast<double>(t.ratio) * nt));
+    t.dt_internal = dt / t.ratio;
+    t.nt_internal = nt * t.ratio;
     return t;
 }
 
