@@ -29,12 +29,7 @@ namespace {
 
 constexpr int kBlockX = 32, kBlockY = 8;
 
-/// The shot of a node kernel's thread: blockIdx.z.
-struct ShotRange {
-    int begin, end;
-};
 
-__device__ __forceinline__ ShotRange shot_range(int) { return {static_cast<int>(blockIdx.z), static_cast<int>(blockIdx.z) + 1}; }
 
 template <typename T, int ORDER>
 __device__ __forceinline__ T coef(int k) {
@@ -197,8 +192,8 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix;
     const T ca = m.ca[i], cb = m.cb[i];
     const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    const ShotRange shots = shot_range(g.n_shots);
-    for (int s = shots.begin; s < shots.end; ++s) {
+    {
+        const int s = blockIdx.z;  // the shot
         const std::size_t o = i + s * g.shot_stride;
         const T lam = adj.ey[o];
         if (imaging) {
@@ -236,8 +231,8 @@ __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T>
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
     const T cq = m.cq[i];
     const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    const ShotRange shots = shot_range(g.n_shots);
-    for (int s = shots.begin; s < shots.end; ++s) {
+    {
+        const int s = blockIdx.z;  // the shot
         const std::size_t o = i + s * g.shot_stride;
         const T* qx_ = sc.q_x + o;
         const T* qz_ = sc.q_z + o;
@@ -276,8 +271,8 @@ __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, Adjoin
     if (ix >= g.nx || iz >= g.nz) return;
     const int stride = g.stride;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    const ShotRange shots = shot_range(g.n_shots);
-    for (int s = shots.begin; s < shots.end; ++s) {
+    {
+        const int s = blockIdx.z;  // the shot
         const std::size_t o = i + s * g.shot_stride;
         const T* px = sc.p_x + o;
         const T* pz = sc.p_z + o;
