@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);
         return code == 0 ? 0 : 2;
-    } catch (const gprfwi::InvalidArgument& e) {
+    } catch (const gprfwi::InvalidArgument& e) {  // ConfigError too
         spdlog::error("{}", e.what());
         return 2;
     } catch (const gprfwi::SizeMismatch& e) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install dependencies, build, and run gprfwi's main job on the built-in
-# example: forward modelling of a crosshole survey (results in gprfwi-example/).
+# example: forward modelling of a crosshole survey (gprfwi-example/synthetic.h5).
 #   scripts/run-example.sh [BUILD_DIR]        (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."

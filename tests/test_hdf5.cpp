@@ -1,0 +1,93 @@
+// HDF5 trace files: written to a temporary name and renamed, in the layout of
+// docs/hdf5.md, and read back (checked against the survey) unchanged.
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "gprfwi/error.hpp"
+#include "gprfwi/hdf5_io.hpp"
+#include "support.hpp"
+
+namespace gprfwi {
+namespace {
+
+std::filesystem::path scratch(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / "gprfwi-hdf5-tests";
+    std::filesystem::create_directories(dir);
+    return dir / name;
+}
+
+Survey uneven_survey() {
+    const Grid g{30, 20, 0.05, 0.05};
+    Survey s = test::random_survey(g, 3, 2, 4, 50, 3e8, 1e-10, 1);
+    s.shots[1].receivers.resize(2);  // shots with different receiver counts
+    s.shots[2].sources.resize(1);
+    return s;
+}
+
+TEST(Hdf5Traces, RoundTripWithUnevenShots) {
+    const Survey s = uneven_survey();
+    const Traces t = test::random_traces(s, 4);
+    const auto path = scratch("round_trip.h5").string();
+    write_traces_h5(path, s, t, "grid: {nx: 30}");
+    const Traces back = read_traces_h5(path, s);
+    for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(back[i].samples(), t[i].samples()) << "shot " << i;
+
+    // the layout: [n_shots][widest receiver count][nt], NaN padding, counts, attributes
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t set = H5Dopen2(f, "/traces", H5P_DEFAULT), space = H5Dget_space(set);
+    hsize_t dims[3];
+    H5Sget_simple_extent_dims(space, dims, nullptr);
+    EXPECT_EQ(dims[0], 3u);
+    EXPECT_EQ(dims[1], 4u);
+    EXPECT_EQ(dims[2], 50u);
+    std::vector<double> data(dims[0] * dims[1] * dims[2]);
+    H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+    EXPECT_TRUE(std::isnan(data[(1 * 4 + 3) * 50]));  // shot 1 has 2 receivers
+    EXPECT_EQ(data[(1 * 4 + 1) * 50 + 7], t[1](1, 7));
+    int counts[3];
+    const hid_t rc = H5Dopen2(f, "/receiver_count", H5P_DEFAULT);
+    H5Dread(rc, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts);
+    EXPECT_EQ(counts[0], 4);
+    EXPECT_EQ(counts[1], 2);
+    for (const char* name : {"dt", "units", "time_convention", "gprfwi_version", "config"})
+        EXPECT_GT(H5Aexists(f, name), 0) << name;
+    H5Dclose(rc);
+    H5Sclose(space);
+    H5Dclose(set);
+    H5Fclose(f);
+    for (const auto& e : std::filesystem::directory_iterator(scratch("")))
+        EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "temporary file left: " << e.path();
+}
+
+TEST(Hdf5Traces, MismatchesAreReportedWithTheFile) {
+    Survey s = uneven_survey();
+    const auto path = scratch("mismatch.h5").string();
+    write_traces_h5(path, s, test::random_traces(s, 5), "");
+    Survey longer = s;
+    longer.nt = 60;
+    for (auto& shot : longer.shots) shot.wavelet.resize(60);
+    try {
+        read_traces_h5(path, longer);
+        FAIL();
+    } catch (const SizeMismatch& e) {
+        EXPECT_NE(std::string(e.what()).find(path + ": /traces is [3][4][50], the survey needs [3][4][60]"), std::string::npos)
+            << e.what();
+    }
+    Survey other_dt = s;
+    other_dt.dt *= 2;
+    EXPECT_THROW(read_traces_h5(path, other_dt), SizeMismatch);
+    EXPECT_THROW(read_traces_h5(scratch("missing.h5").string(), s), Error);
+    Traces wrong = test::random_traces(s, 6);
+    wrong.pop_back();
+    EXPECT_THROW(write_traces_h5(scratch("wrong.h5").string(), s, wrong, ""), SizeMismatch);
+    EXPECT_FALSE(std::filesystem::exists(scratch("wrong.h5")));
+}
+
+}  // namespace
+}  // namespace gprfwi
