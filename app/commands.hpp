@@ -8,5 +8,7 @@ namespace gprfwi::app {
 void add_forward_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_check_command(CLI::App& app);
+void add_gradient_command(CLI::App& app);
+void add_info_command(CLI::App& app);
 
 }  // namespace gprfwi::app

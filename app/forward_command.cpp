@@ -50,7 +50,7 @@ void run_forward(const ForwardArgs& a) {
         const RunConfig c = load_run_config(a.run_file, a.overrides);
         model = c.model();
         survey = c.survey();
-        opt = c.propagator;
+        opt = fix_survey_wide_options(c.propagator, model, survey);
         output_dir = a.output_dir.empty() ? c.output_dir : a.output_dir;
         config_text = read_text(a.run_file);
         for (const auto& o : a.overrides) config_text += "\n# --set " + o;

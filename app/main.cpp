@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
     gprfwi::app::add_forward_command(app);
     gprfwi::app::add_bench_command(app);
     gprfwi::app::add_check_command(app);
+    gprfwi::app::add_gradient_command(app);
+    gprfwi::app::add_info_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

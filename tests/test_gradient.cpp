@@ -118,6 +118,41 @@ TEST_P(Taylor, RemaindersFallAtFirstAndSecondOrder) {
     EXPECT_LT(rel, 1e-7);
 }
 
+// What MPI relies on: with the survey-wide choices fixed once
+// (fix_survey_wide_options), the misfit and gradient of a survey are the sums
+// of those of its parts, to summation-order rounding.
+TEST(Batches, GradientsOfPartsAddUpToTheWhole) {
+    const Grid g{40, 32, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 3), truth = test::heterogeneous_model(g, 4);
+    const double dt = 0.9 * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), 4);
+    Survey all = test::random_survey(g, 4, 1, 5, 150, 4e8, dt, 9);  // wavelets of different frequencies
+    const PropagatorOptions opt = fix_survey_wide_options(test::double_options(4, 8), model, all);
+    const Traces observed = CpuPropagator(opt).forward(truth, all);
+    const GradientResult whole = CpuPropagator(opt).gradient(model, all, observed);
+    double misfit = 0;
+    Array2D ge(g.nz, g.nx, 0.0), gs(g.nz, g.nx, 0.0);
+    for (int part = 0; part < 2; ++part) {
+        Survey half = all;
+        half.shots = {all.shots[2 * part], all.shots[2 * part + 1]};
+        const Traces obs{observed[2 * part], observed[2 * part + 1]};
+        const GradientResult r = CpuPropagator(opt).gradient(model, half, obs);
+        misfit += r.misfit;
+        for (std::size_t i = 0; i < ge.size(); ++i) {
+            ge.data()[i] += r.grad_eps_r.data()[i];
+            gs.data()[i] += r.grad_sigma.data()[i];
+        }
+    }
+    EXPECT_NEAR(misfit, whole.misfit, 1e-12 * whole.misfit);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < ge.size(); ++i) {
+        num += std::pow(ge.data()[i] - whole.grad_eps_r.data()[i], 2) + std::pow(gs.data()[i] - whole.grad_sigma.data()[i], 2);
+        den += std::pow(whole.grad_eps_r.data()[i], 2) + std::pow(whole.grad_sigma.data()[i], 2);
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-12);
+    EXPECT_GT(opt.cpml.reference_velocity, 0.0);
+    EXPECT_GT(opt.cpml.frequency_hz, 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Parameters, Taylor,
                          ::testing::Values(TaylorCase{"eps_r", 0.03, 0.0, 4, 1e-4}, TaylorCase{"sigma", 0.0, 0.0004, 4, 1e-4},
                                            TaylorCase{"both", 0.03, 0.0004, 4, 1e-4}, TaylorCase{"both_order8", 0.03, 0.0004, 8, 1e-4},

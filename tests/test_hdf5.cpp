@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gprfwi/error.hpp"
@@ -87,6 +89,36 @@ TEST(Hdf5Traces, MismatchesAreReportedWithTheFile) {
     wrong.pop_back();
     EXPECT_THROW(write_traces_h5(scratch("wrong.h5").string(), s, wrong, ""), SizeMismatch);
     EXPECT_FALSE(std::filesystem::exists(scratch("wrong.h5")));
+}
+
+TEST(Hdf5Gradient, WritesTheArraysTheMisfitAndAnXdmfSidecar) {
+    const Grid g{7, 5, 0.1, 0.2};
+    Array2D ge(5, 7), gs(5, 7);
+    for (int iz = 0; iz < 5; ++iz)
+        for (int ix = 0; ix < 7; ++ix) {
+            ge(iz, ix) = iz * 10 + ix;
+            gs(iz, ix) = -0.5 * ix;
+        }
+    const auto path = scratch("gradient.h5").string();
+    write_gradient_h5(path, g, 12.5, ge, gs, "cfg");
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    std::vector<double> back(35);
+    const hid_t set = H5Dopen2(f, "/grad_eps_r", H5P_DEFAULT);
+    H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data());
+    EXPECT_EQ(back, ge.values());
+    double misfit = 0;
+    const hid_t attr = H5Aopen(f, "misfit", H5P_DEFAULT);
+    H5Aread(attr, H5T_NATIVE_DOUBLE, &misfit);
+    EXPECT_EQ(misfit, 12.5);
+    H5Aclose(attr);
+    H5Dclose(set);
+    H5Fclose(f);
+    std::ifstream xdmf(scratch("gradient.xdmf"));
+    const std::string text((std::istreambuf_iterator<char>(xdmf)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("gradient.h5:/grad_sigma"), std::string::npos);
+    EXPECT_NE(text.find("Dimensions=\"5 7\""), std::string::npos);
+    EXPECT_THROW(write_gradient_h5(scratch("bad.h5").string(), Grid{8, 5, 0.1, 0.2}, 0, ge, gs, ""), SizeMismatch);
 }
 
 }  // namespace

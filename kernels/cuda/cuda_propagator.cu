@@ -673,6 +673,14 @@ int cuda_device_count() {
     return n;
 }
 
+std::string cuda_runtime_version() {
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) cudaGetLastError();
+    auto text = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+    return text(runtime) + (driver ? " (driver " + text(driver) + ")" : " (no driver)");
+}
+
 std::vector<std::string> cuda_device_names() {
     std::vector<std::string> names;
     for (int d = 0; d < cuda_device_count(); ++d) names.push_back(device_name(d));

@@ -11,6 +11,9 @@
 
 namespace gprfwi {
 
+/// "13.0 (driver 13.0)", or "not compiled".
+std::string cuda_runtime_version();
+
 /// GPUs this process can use (0 without a driver, a GPU or CUDA support).
 int cuda_device_count();
 

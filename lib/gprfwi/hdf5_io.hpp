@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/grid.hpp"
 #include "gprfwi/survey.hpp"
 #include "gprfwi/traces.hpp"
 
@@ -16,6 +18,13 @@ namespace gprfwi {
 /// attributes dt (s), time_convention, gprfwi_version, and `config` (the
 /// resolved run file, may be empty).
 void write_traces_h5(const std::string& path, const Survey& survey, const Traces& traces, const std::string& config);
+
+/// Writes a gradient: /grad_eps_r and /grad_sigma [nz][nx] float64 (per unit
+/// eps_r and per S/m), root attributes misfit, dx, dz (m), units,
+/// gprfwi_version and config; and an XDMF sidecar (same name, .xdmf) so
+/// ParaView opens it.
+void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
+                       const Array2D& grad_sigma, const std::string& config);
 
 /// Reads traces written in that layout and checks them against the survey:
 /// shot and receiver counts, nt and dt. Throws SizeMismatch / Error naming the file.

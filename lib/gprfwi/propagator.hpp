@@ -95,6 +95,14 @@ struct TimeStepping {
 /// survey and sets the interval, so batches agree.
 int auto_snapshot_interval(const Survey& survey, double dt_internal);
 
+/// `options` with the choices that default to per-batch values fixed from the
+/// whole model and survey: the CPML reference velocity (fastest velocity of
+/// the model), its tuning frequency (largest dominant frequency of the
+/// wavelets) and an automatic snapshot interval. Call it once, before
+/// splitting shots into batches (or ranks) or updating the model, so that
+/// every batch computes the same function and the gradient stays exact.
+PropagatorOptions fix_survey_wide_options(PropagatorOptions options, const Model& model, const Survey& survey);
+
 /// dt_max = 1 / (v_max * sqrt(1/dx^2 + 1/dz^2) * sum|c_k|); ratio = ceil(dt/dt_max).
 /// Throws UnstableTimeStep (showing the limit) when dt > dt_max and
 /// sub-steps are not allowed.

@@ -14,6 +14,7 @@ namespace {
 
 bool cuda_backend_compiled() { return false; }
 int cuda_device_count() { return 0; }
+std::string cuda_runtime_version() { return "not compiled"; }
 std::vector<std::string> cuda_device_names() { return {}; }
 int default_cuda_device() { return 0; }
 std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions&) { not_compiled(); }

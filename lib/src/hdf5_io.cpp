@@ -70,9 +70,46 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
+namespace {
+
+/// Writes `path` through a temporary file: fill(file) then rename.
+template <typename Fill>
+void write_atomically(const std::string& path, Fill&& fill) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with context, not stderr dumps
+    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+    try {
+        H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                fmt::format("{}: cannot create the file", tmp));
+        fill(static_cast<hid_t>(file));
+        check(H5Fflush(file, H5F_SCOPE_GLOBAL), path + ": cannot flush");
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw Error(fmt::format("{}: cannot move the finished file into place: {}", path, ec.message()));
+    }
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) {
+        std::remove(tmp.c_str());
+        throw Error(fmt::format("{}: cannot write the file", path));
+    }
+    std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
 void write_traces_h5(const std::string& path, const Survey& survey, const Traces& traces, const std::string& config) {
     check_traces_match(traces, survey, "traces to write");
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with context, not stderr dumps
     const hsize_t shots = survey.shots.size(), nt = static_cast<hsize_t>(survey.nt);
     hsize_t max_rec = 0, max_src = 0;
     for (const Shot& s : survey.shots) {
@@ -96,10 +133,7 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
             src_pos[(s * max_src + k) * 2 + 1] = shot.sources[k].position.z;
         }
     }
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    try {
-        H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                fmt::format("{}: cannot create the file", tmp));
+    write_atomically(path, [&](hid_t file) {
         write_dataset(file, "/traces", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {shots, max_rec, nt}, data.data(), path);
         write_dataset(file, "/receiver_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, rec_count.data(), path);
         write_dataset(file, "/source_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, src_count.data(), path);
@@ -110,17 +144,41 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
         write_attribute(file, "time_convention", "trace sample n is Ey at t = (n + 1) * dt", path);
         write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
         write_attribute(file, "config", config, path);
-        check(H5Fflush(file, H5F_SCOPE_GLOBAL), path + ": cannot flush");
-    } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw Error(fmt::format("{}: cannot move the finished file into place: {}", path, ec.message()));
-    }
+    });
+}
+
+void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
+                       const Array2D& grad_sigma, const std::string& config) {
+    for (const Array2D* a : {&grad_eps_r, &grad_sigma})
+        if (a->nz() != grid.nz || a->nx() != grid.nx)
+            throw SizeMismatch(fmt::format("{}: gradient is [{}][{}], grid is [{}][{}]", path, a->nz(), a->nx(), grid.nz, grid.nx));
+    const std::vector<hsize_t> dims{static_cast<hsize_t>(grid.nz), static_cast<hsize_t>(grid.nx)};
+    write_atomically(path, [&](hid_t file) {
+        write_dataset(file, "/grad_eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_eps_r.data(), path);
+        write_dataset(file, "/grad_sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_sigma.data(), path);
+        write_attribute(file, "misfit", misfit, path);
+        write_attribute(file, "dx", grid.dx, path);
+        write_attribute(file, "dz", grid.dz, path);
+        write_attribute(file, "units", "grad_eps_r: dJ/d eps_r; grad_sigma: dJ/d sigma per S/m; "
+                                       "misfit J = 1/2 sum (synthetic - observed)^2 in (V/m)^2; dx, dz: m", path);
+        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
+        write_attribute(file, "config", config, path);
+    });
+    const std::string h5 = std::filesystem::path(path).filename().string();
+    std::string xdmf = fmt::format(
+        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"gradient\" GridType=\"Uniform\">\n"
+        "   <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"{0} {1}\"/>\n"
+        "   <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
+        "    <DataItem Format=\"XML\" Dimensions=\"2\">0 0</DataItem>\n"
+        "    <DataItem Format=\"XML\" Dimensions=\"2\">{2} {3}</DataItem>\n   </Geometry>\n",
+        grid.nz, grid.nx, grid.dz, grid.dx);
+    for (const char* name : {"grad_eps_r", "grad_sigma"})
+        xdmf += fmt::format("   <Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+                            "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{1} {2}\">{3}:/{0}</DataItem>\n"
+                            "   </Attribute>\n",
+                            name, grid.nz, grid.nx, h5);
+    xdmf += "  </Grid>\n </Domain>\n</Xdmf>\n";
+    write_text_atomically(std::filesystem::path(path).replace_extension(".xdmf").string(), xdmf);
 }
 
 Traces read_traces_h5(const std::string& path, const Survey& survey) {

@@ -107,6 +107,20 @@ int auto_snapshot_interval(const Survey& survey, double dt_internal) {
     return std::max(1, static_cast<int>(std::floor(1.0 / (4.0 * f_max * dt_internal))));
 }
 
+PropagatorOptions fix_survey_wide_options(PropagatorOptions o, const Model& model, const Survey& survey) {
+    if (!(o.cpml.reference_velocity > 0)) o.cpml.reference_velocity = speed_of_light() / std::sqrt(model.min_eps_mu());
+    if (!(o.cpml.alpha_max > 0) && !(o.cpml.frequency_hz > 0)) {
+        double f = 0;
+        for (const Shot& shot : survey.shots) f = std::max(f, dominant_frequency(shot.wavelet, survey.dt));
+        if (f > 0) o.cpml.frequency_hz = f;
+    }
+    if (o.snapshots.interval == 0) {
+        const TimeStepping t = plan_time_stepping(model, survey, o.stencil_order, o.allow_substeps);
+        o.snapshots.interval = auto_snapshot_interval(survey, t.dt_internal);
+    }
+    return o;
+}
+
 GradientResult Propagator::gradient(const Model& model, const Survey& survey, const Traces& observed) {
     check_traces_match(observed, survey, "observed data");
     return gradient(model, survey, L2Misfit(observed));
