@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +33,7 @@ output: {dir: out}
 )";
 
 std::string write_run_file(const std::string& name, const std::string& text) {
-    const auto dir = std::filesystem::temp_directory_path() / "gprfwi-config-tests";
+    const auto dir = std::filesystem::temp_directory_path() / ("gprfwi-config-tests-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const auto path = (dir / (name + ".yaml")).string();
     std::ofstream(path) << text;

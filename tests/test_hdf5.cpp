@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,8 +19,10 @@
 namespace gprfwi {
 namespace {
 
+// A folder per test process: CTest runs tests side by side, and the round-trip
+// test checks that its folder holds no temporary file.
 std::filesystem::path scratch(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / "gprfwi-hdf5-tests";
+    const auto dir = std::filesystem::temp_directory_path() / ("gprfwi-hdf5-tests-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     return dir / name;
 }
