@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -33,13 +32,6 @@ struct ForwardArgs {
     int pml = 20;
 };
 
-std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 void run_forward(const ForwardArgs& a) {
     Model model;
     Survey survey;
@@ -52,8 +44,7 @@ void run_forward(const ForwardArgs& a) {
         survey = c.survey();
         opt = fix_survey_wide_options(c.propagator, model, survey);
         output_dir = a.output_dir.empty() ? c.output_dir : a.output_dir;
-        config_text = read_text(a.run_file);
-        for (const auto& o : a.overrides) config_text += "\n# --set " + o;
+        config_text = c.record(a.overrides);
         spdlog::info("{}: {} x {} nodes, {} shots, {} samples of {:.3g} s", a.run_file, model.grid.nx, model.grid.nz,
                      survey.shots.size(), survey.nt, survey.dt);
     } else {

@@ -5,9 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,14 +44,10 @@ void run_gradient(const GradientArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
     const GradientResult g = prop->gradient(model, survey, observed);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::ifstream in(c.file);
-    std::ostringstream config;
-    config << in.rdbuf();
-    for (const auto& o : a.overrides) config << "\n# --set " << o;
     const std::string dir = a.output_dir.empty() ? c.output_dir : a.output_dir;
     std::filesystem::create_directories(dir);
     const auto path = (std::filesystem::path(dir) / "gradient.h5").string();
-    write_gradient_h5(path, c.grid, g.misfit, g.grad_eps_r, g.grad_sigma, config.str());
+    write_gradient_h5(path, c.grid, g.misfit, g.grad_eps_r, g.grad_sigma, c.record(a.overrides));
     const RunTimings& t = prop->last_timings();
     spdlog::info("misfit {:.6g}; gradient in {:.3f} s (set-up {:.3f}, forward {:.3f}, adjoint {:.3f}, host {:.3f})", g.misfit,
                  seconds, t.setup_s, t.forward_s, t.adjoint_s, t.other_s);

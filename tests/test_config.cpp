@@ -64,6 +64,10 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(o.propagator.cpml.widths.top, 4);
     EXPECT_EQ(o.propagator.cpml.widths.left, 10);
     EXPECT_EQ(o.observed, "obs.h5");
+    // what output files record: the file as given, then the overrides
+    const std::string record = o.record({"grid.nx=60"});
+    EXPECT_EQ(record.rfind(kBase, 0), 0u);
+    EXPECT_NE(record.find("\n# --set grid.nx=60"), std::string::npos);
     // what it describes runs
     const Traces t = CpuPropagator(c.propagator).forward(c.model(), c.survey());
     EXPECT_EQ(t[0].nt(), 100);

@@ -581,10 +581,7 @@ private:
         if (scratch_.fd < 0) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
     }
 
-    bool check_now(int step) const {
-        const int every = opt_.blowup_check_interval;
-        return (every > 0 && (step + 1) % every == 0) || step + 1 == s_.time.nt_internal || step == 0;
-    }
+    bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
     void check_finite(const T* field, int step, const char* what) {
         flag_.zero(stream_);

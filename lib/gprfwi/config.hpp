@@ -40,6 +40,9 @@ struct RunConfig {
 
     Model model() const;
     Survey survey() const;
+    /// The run file as given, with each override appended as a `# --set` line:
+    /// what output files record as their `config`.
+    std::string record(const std::vector<std::string>& overrides) const;
 };
 
 /// Reads and validates `path`, after applying `--set key.path=value` overrides.

@@ -71,6 +71,12 @@ kernels::GridParams<T> grid_params(const PropagationSetup& s) {
     return g;
 }
 
+/// Whether internal step `step` is one at which the wavefields are checked
+/// for NaN/Inf: every `every` steps (0: never), and the first and last step.
+inline bool blowup_check_due(const PropagationSetup& s, int every, int step) {
+    return (every > 0 && (step + 1) % every == 0) || step + 1 == s.time.nt_internal || step == 0;
+}
+
 /// Throws NumericalBlowup for NaN/Inf in `what` of shot `shot` at internal `step`.
 [[noreturn]] void throw_blowup(const PropagationSetup& setup, const char* what, int shot, int step);
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -277,6 +278,14 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
         if (output["dir"]) c.output_dir = r.text(output["dir"], "output.dir");
     }
     return c;
+}
+
+std::string RunConfig::record(const std::vector<std::string>& overrides) const {
+    std::ifstream in(file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    for (const auto& o : overrides) text << "\n# --set " << o;
+    return text.str();
 }
 
 Model RunConfig::model() const { return Model::uniform(grid, eps_r, sigma, mu_r); }

@@ -201,10 +201,7 @@ private:
         return scales_.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
     }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
-    bool check_now(int step) const {
-        const int every = opt_.blowup_check_interval;
-        return (every > 0 && (step + 1) % every == 0) || step + 1 == s_.time.nt_internal || step == 0;
-    }
+    bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
     /// Throws NumericalBlowup if any shot's `field` holds NaN or Inf.
     void check_finite(const std::vector<T>& field, int step, const char* what) const {
