@@ -1,8 +1,9 @@
-// `gprfwi check RUN.yaml`: validates a run file without running it, and prints
-// what a run would use: the resolved grid and model, the time stepping, the
-// shots, and the memory of a forward and a gradient batch. Allocates nothing
-// model-sized. Exit 0 when valid; 2 (with file:line:col) when not.
+// `gprfwi check RUN.yaml`: validates a run file (and the files it names)
+// without running it, and prints what a run would use: the resolved grid and
+// model, the time stepping, the shots and their assignment to ranks, and the
+// memory per rank. Exit 0 when valid; 2 (with file:line:col) when not.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "gprfwi/config.hpp"
+#include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
 
 namespace gprfwi::app {
@@ -18,35 +21,59 @@ namespace gprfwi::app {
 namespace {
 
 struct CheckArgs {
-    std::string run_file;
-    std::vector<std::string> overrides;
+    RunArgs run;
+    int ranks = 0;  // 0: the ranks of this run
 };
 
+double minimum(const Array2D& a) { return *std::min_element(a.values().begin(), a.values().end()); }
+double maximum(const Array2D& a) { return *std::max_element(a.values().begin(), a.values().end()); }
+
 void run_check(const CheckArgs& a) {
-    const RunConfig c = load_run_config(a.run_file, a.overrides);
+    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    if (!parallel::is_root()) return;
     const PropagatorOptions& o = c.propagator;
     const PaddedGrid g(c.grid, o.cpml.widths);
-    const TimeStepping t = plan_time_stepping(c.grid, c.eps_r * c.mu_r, c.dt_s, c.nt, o.stencil_order, o.allow_substeps);
+    const Survey survey = c.survey();
+    const TimeStepping t = plan_time_stepping(c.model, survey, o.stencil_order, o.allow_substeps);
     std::size_t receivers = 0;
     for (const auto& s : c.shots) receivers += s.receivers.size();
     const double gib = 1073741824.0;
-    const auto fwd = estimate_batch_memory(g, t.nt_internal, c.shots.size(), receivers, 1, o, false);
-    const auto grad = estimate_batch_memory(g, t.nt_internal, c.shots.size(), receivers, 1, o, true);
     fmt::print("{}: valid\n", c.file);
     fmt::print("  grid      {} x {} nodes, dx = {} m, dz = {} m; with CPML ({}, {}, {}, {} cells) {} x {}\n", c.grid.nx,
                c.grid.nz, c.grid.dx, c.grid.dz, o.cpml.widths.left, o.cpml.widths.right, o.cpml.widths.top,
                o.cpml.widths.bottom, g.nx, g.nz);
-    fmt::print("  model     eps_r = {}, sigma = {} S/m, mu_r = {}\n", c.eps_r, c.sigma, c.mu_r);
-    fmt::print("  wavelet   Ricker, {} Hz, delay {} s, amplitude {} A\n", c.wavelet_frequency_hz,
-               c.wavelet_delay_s < 0 ? 1.5 / c.wavelet_frequency_hz : c.wavelet_delay_s, c.wavelet_amplitude_a);
+    fmt::print("  model     {}\n            eps_r {} .. {}, sigma {} .. {} S/m, mu_r {} .. {}\n", c.model_summary,
+               minimum(c.model.eps_r), maximum(c.model.eps_r), minimum(c.model.sigma), maximum(c.model.sigma),
+               minimum(c.model.mu_r), maximum(c.model.mu_r));
+    fmt::print("  wavelet   {}\n", c.wavelet_summary);
     fmt::print("  time      dt = {} s, nt = {}; CFL limit {:.4g} s, {} internal step(s) per sample\n", c.dt_s, c.nt,
                t.dt_max, t.ratio);
     fmt::print("  survey    {} shot(s), {} receiver(s) in all\n", c.shots.size(), receivers);
-    fmt::print("  backend   {}, {} precision, stencil {}\n", to_string(o.backend), to_string(o.precision),
-               o.stencil_order);
-    fmt::print("  memory    forward {:.3g} GiB, gradient {:.3g} GiB (every level kept) for all shots in one batch\n",
-               fwd.total() / gib, grad.total() / gib);
-    fmt::print("  output    {}\n", c.output_dir);
+    fmt::print("  backend   {}, {} precision, stencil {}; snapshots every {} step(s), {} compression, {} storage\n",
+               to_string(o.backend), to_string(o.precision), o.stencil_order, o.snapshots.interval == 0 ? std::string("auto") : std::to_string(o.snapshots.interval),
+               to_string(o.snapshots.compression), to_string(o.snapshots.storage));
+    if (c.noise.enabled())
+        fmt::print("  noise     {}, seed {}\n", c.noise.snr_db > 0 ? fmt::format("SNR {} dB", c.noise.snr_db) : fmt::format("std {} V/m", c.noise.std_vm),
+                   c.noise.seed);
+    const int ranks = a.ranks > 0 ? a.ranks : parallel::place().size;
+    fmt::print("  ranks     {} (each binds GPU local_rank % GPUs per node)\n", ranks);
+    for (int r = 0; r < ranks; ++r) {
+        const auto shots = parallel::shots_of_rank(c.shots.size(), ranks, r);
+        std::size_t rec = 0;
+        for (std::size_t s : shots) rec += c.shots[s].receivers.size();
+        const std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
+        const std::size_t batch_rec = shots.empty() ? 0 : (rec * batch + shots.size() - 1) / shots.size();
+        const auto fwd = estimate_batch_memory(g, t.nt_internal, batch, batch_rec, 1, o, false);
+        const auto grad = estimate_batch_memory(g, t.nt_internal, batch, batch_rec, std::max(o.snapshots.interval, 1), o, true);
+        if (r < 8 || r == ranks - 1)
+            fmt::print("    rank {:>4}: {} shot(s){}, batches of {}: memory forward {:.3g} GiB, gradient {:.3g} GiB\n", r,
+                       shots.size(), shots.empty() ? "" : fmt::format(" ({}..{})", shots.front(), shots.back()), batch,
+                       fwd.total() / gib, grad.total() / gib);
+        else if (r == 8)
+            fmt::print("    ...\n");
+    }
+    fmt::print("  data      {}\n", c.observed.empty() ? "(none)" : c.observed);
+    fmt::print("  output    {}\n", output_dir(a.run, c));
 }
 
 }  // namespace
@@ -54,8 +81,8 @@ void run_check(const CheckArgs& a) {
 void add_check_command(CLI::App& app) {
     auto a = std::make_shared<CheckArgs>();
     CLI::App* cmd = app.add_subcommand("check", "Validate a run file and show what a run would use");
-    cmd->add_option("run_file", a->run_file, "The run file (YAML)")->required();
-    cmd->add_option("--set", a->overrides, "Override a key: --set key.path=value (repeatable)");
+    add_run_options(*cmd, a->run, true);
+    cmd->add_option("--ranks", a->ranks, "Show the shot assignment for this many MPI ranks (default: this run's)");
     cmd->callback([a] { run_check(*a); });
 }
 

@@ -1,10 +1,11 @@
 // `gprfwi forward [RUN.yaml]`: synthetic traces of a run file, or of the
-// built-in example, written to OUTPUT/synthetic.h5 (docs/hdf5.md).
+// built-in example, written to OUTPUT/synthetic.h5 (docs/hdf5.md) with the
+// model beside them (OUTPUT/model.h5 + .xdmf). Under MPI each rank models its
+// own shots; rank 0 gathers the traces, adds the noise and writes.
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -12,10 +13,13 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
-#include "gprfwi/error.hpp"
+#include "common.hpp"
 #include "gprfwi/config.hpp"
+#include "gprfwi/distributed.hpp"
+#include "gprfwi/error.hpp"
 #include "gprfwi/example.hpp"
 #include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
 
 namespace gprfwi::app {
@@ -23,9 +27,7 @@ namespace gprfwi::app {
 namespace {
 
 struct ForwardArgs {
-    std::string run_file;  // empty: the built-in example
-    std::vector<std::string> overrides;
-    std::string output_dir;  // overrides output.dir
+    RunArgs run;  // run_file empty: the built-in example
     std::string precision = "single";
     std::string backend = "auto";
     int stencil = 4;
@@ -36,17 +38,21 @@ void run_forward(const ForwardArgs& a) {
     Model model;
     Survey survey;
     PropagatorOptions opt;
-    std::string output_dir, config_text;
-    if (!a.run_file.empty()) {
+    NoiseSpec noise;
+    int shots_per_batch = 0;
+    std::string dir, config_text;
+    if (!a.run.run_file.empty()) {
         // everything is validated before anything is written
-        const RunConfig c = load_run_config(a.run_file, a.overrides);
-        model = c.model();
+        const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+        model = c.model;
         survey = c.survey();
-        opt = fix_survey_wide_options(c.propagator, model, survey);
-        output_dir = a.output_dir.empty() ? c.output_dir : a.output_dir;
-        config_text = c.record(a.overrides);
-        spdlog::info("{}: {} x {} nodes, {} shots, {} samples of {:.3g} s", a.run_file, model.grid.nx, model.grid.nz,
-                     survey.shots.size(), survey.nt, survey.dt);
+        opt = c.propagator;
+        noise = c.noise;
+        shots_per_batch = c.shots_per_batch;
+        dir = output_dir(a.run, c);
+        config_text = c.record(a.run.overrides);
+        spdlog::info("{}: {} x {} nodes ({}), {} shots, {} samples of {:.3g} s; wavelet {}", c.file, model.grid.nx,
+                     model.grid.nz, c.model_summary, survey.shots.size(), survey.nt, survey.dt, c.wavelet_summary);
     } else {
         opt.backend = parse_backend(a.backend);
         opt.precision = parse_precision(a.precision);
@@ -54,30 +60,44 @@ void run_forward(const ForwardArgs& a) {
         opt.cpml.widths = PmlWidths::uniform(a.pml);
         model = example_model();
         survey = example_survey();
-        output_dir = a.output_dir.empty() ? "gprfwi-example" : a.output_dir;
-        config_text = fmt::format("# built-in crosshole example; backend {}, precision {}, stencil {}, pml {}",
-                                  a.backend, a.precision, a.stencil, a.pml);
-        spdlog::info("built-in crosshole example: {} x {} nodes, dx = {} m, {} shots, {} samples of {:.3g} s",
-                     model.grid.nx, model.grid.nz, model.grid.dx, survey.shots.size(), survey.nt, survey.dt);
+        dir = a.run.output_dir.empty() ? "gprfwi-example" : a.run.output_dir;
+        config_text = fmt::format("# built-in crosshole example; backend {}, precision {}, stencil {}, pml {}", a.backend,
+                                  a.precision, a.stencil, a.pml);
+        spdlog::info("built-in crosshole example: {} x {} nodes, dx = {} m, {} shots, {} samples of {:.3g} s", model.grid.nx,
+                     model.grid.nz, model.grid.dx, survey.shots.size(), survey.nt, survey.dt);
     }
-    auto prop = make_propagator(opt);
+    opt = fix_survey_wide_options(opt, model, survey);
     const TimeStepping ts = plan_time_stepping(model, survey, opt.stencil_order, opt.allow_substeps);
-    spdlog::info("backend {}, {} precision, stencil {}, CPML {}/{}/{}/{} cells; dt limit {:.4g} s, {} internal step(s) per sample",
-                 prop->name(), to_string(opt.precision), opt.stencil_order, opt.cpml.widths.left, opt.cpml.widths.right,
-                 opt.cpml.widths.top, opt.cpml.widths.bottom, ts.dt_max, ts.ratio);
+    DistributedRunner runner(survey, opt, shots_per_batch);
+    const parallel::Place& place = parallel::place();
+    spdlog::info("backend {}, {} precision, stencil {}, CPML {}/{}/{}/{} cells; dt limit {:.4g} s, {} internal step(s) per "
+                 "sample; {} rank(s), rank 0 has {} shot(s)",
+                 runner.propagator().name(), to_string(opt.precision), opt.stencil_order, opt.cpml.widths.left,
+                 opt.cpml.widths.right, opt.cpml.widths.top, opt.cpml.widths.bottom, ts.dt_max, ts.ratio, place.size,
+                 runner.shots().size());
+    make_output_dir(dir);
     const auto t0 = std::chrono::steady_clock::now();
-    const Traces traces = prop->forward(model, survey);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double peak = 0;
-    for (const auto& t : traces)
-        for (double v : t.samples()) peak = std::max(peak, std::abs(v));
-    std::filesystem::create_directories(output_dir);
-    const auto path = (std::filesystem::path(output_dir) / "synthetic.h5").string();
-    write_traces_h5(path, survey, traces, config_text);
-    const PaddedGrid g(model.grid, opt.cpml.widths);
-    spdlog::info("forward modelling took {:.3f} s ({:.3g} cell-steps/s); peak |Ey| = {:.4g} V/m", seconds,
-                 static_cast<double>(g.cells()) * ts.nt_internal * static_cast<double>(survey.shots.size()) / seconds, peak);
-    spdlog::info("wrote {}", path);
+    const Traces local = runner.forward(model);
+    const double local_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Traces traces = runner.gather(local);
+    const double seconds = parallel::max(local_seconds);
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        const double noise_std = add_noise(traces, noise);
+        if (noise.enabled()) spdlog::info("added Gaussian noise, standard deviation {:.4g} V/m (seed {})", noise_std, noise.seed);
+        double peak = 0;
+        for (const auto& t : traces)
+            for (double v : t.samples()) peak = std::max(peak, std::abs(v));
+        const auto path = (std::filesystem::path(dir) / "synthetic.h5").string();
+        const auto model_path = (std::filesystem::path(dir) / "model.h5").string();
+        write_traces_h5(path, survey, traces, config_text);
+        write_model_h5(model_path, model, config_text);
+        const PaddedGrid g(model.grid, opt.cpml.widths);
+        spdlog::info("forward modelling took {} on the slowest rank ({:.3g} cell-steps/s in all); peak |Ey| = {:.4g} V/m",
+                     format_seconds(seconds),
+                     static_cast<double>(g.cells()) * ts.nt_internal * static_cast<double>(survey.shots.size()) / seconds, peak);
+        spdlog::info("wrote {} and {} (+ .xdmf)", path, model_path);
+    });
 }
 
 }  // namespace
@@ -86,9 +106,7 @@ void add_forward_command(CLI::App& app) {
     auto args = std::make_shared<ForwardArgs>();
     CLI::App* cmd = app.add_subcommand(
         "forward", "Synthetic Ey traces of a run file, or of the built-in crosshole example, into OUTPUT/synthetic.h5");
-    cmd->add_option("run_file", args->run_file, "Run file (YAML); without one, the built-in example");
-    cmd->add_option("--set", args->overrides, "Override a run-file key: --set key.path=value (repeatable)");
-    cmd->add_option("-o,--output", args->output_dir, "Output folder (overrides output.dir; example: gprfwi-example)");
+    add_run_options(*cmd, args->run, false);
     cmd->add_option("--precision", args->precision, "Built-in example: single | double")->capture_default_str();
     cmd->add_option("--backend", args->backend, "Built-in example: auto | cpu | cuda")->capture_default_str();
     cmd->add_option("--stencil", args->stencil, "Built-in example: stencil order 2, 4, 6 or 8")->capture_default_str();

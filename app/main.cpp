@@ -1,16 +1,51 @@
 // gprfwi: ground-penetrating-radar full-waveform inversion.
 // Exit codes: 0 success; 2 bad usage or input; 1 any other failure.
+// Runs alone or as `mpirun -np N gprfwi ...`: every rank reads the run file,
+// shots are split over the ranks, rank 0 writes the outputs.
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
+#include "common.hpp"
+#include "gprfwi/config.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/parallel.hpp"
+
+namespace {
+
+/// Bad input rather than a failure of the run: exit code 2.
+bool is_input_error(const std::exception& e) {
+    return dynamic_cast<const gprfwi::InvalidArgument*>(&e) || dynamic_cast<const gprfwi::SizeMismatch*>(&e) ||
+           dynamic_cast<const gprfwi::PositionOutsideModel*>(&e) || dynamic_cast<const gprfwi::UnstableTimeStep*>(&e);
+}
+
+/// Reports an error once: from the root when every rank has it (a bad run
+/// file), from each rank that has it when only some do.
+void report(const std::exception& e) {
+    using gprfwi::parallel::FailureScope;
+    const bool everywhere = gprfwi::parallel::last_failure_scope() == FailureScope::all_ranks ||
+                            (gprfwi::parallel::last_failure_scope() == FailureScope::none &&
+                             dynamic_cast<const gprfwi::ConfigError*>(&e));
+    if (gprfwi::parallel::is_root() || !everywhere) spdlog::error("{}", e.what());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+    gprfwi::parallel::Session mpi(&argc, &argv);
+    gprfwi::app::setup_logging("info");
     CLI::App app{"gprfwi: 2D TM full-waveform inversion of ground-penetrating-radar data"};
     app.set_version_flag("--version", std::string("gprfwi ") + GPRFWI_VERSION + " (" + GPRFWI_GIT_REVISION + ")");
     app.require_subcommand(1);
+    app.add_option_function<std::string>(
+           "--log-level",
+           [](const std::string& level) {
+               if (gprfwi::parallel::is_root()) spdlog::set_level(spdlog::level::from_str(level));
+           },
+           "Log level of rank 0: trace, debug, info, warn, error, off (default info; other ranks log warnings)")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+        ->trigger_on_parse();
     gprfwi::app::add_forward_command(app);
     gprfwi::app::add_bench_command(app);
     gprfwi::app::add_check_command(app);
@@ -19,23 +54,14 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);
+        const int code = gprfwi::parallel::is_root() ? app.exit(e) : e.get_exit_code();
         return code == 0 ? 0 : 2;
-    } catch (const gprfwi::InvalidArgument& e) {  // ConfigError too
-        spdlog::error("{}", e.what());
-        return 2;
-    } catch (const gprfwi::SizeMismatch& e) {
-        spdlog::error("{}", e.what());
-        return 2;
-    } catch (const gprfwi::PositionOutsideModel& e) {
-        spdlog::error("{}", e.what());
-        return 2;
-    } catch (const gprfwi::UnstableTimeStep& e) {
-        spdlog::error("{}", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        spdlog::error("{}", e.what());
+    } catch (const gprfwi::parallel::RemoteFailure& e) {
+        if (gprfwi::parallel::is_root()) spdlog::error("{}", e.what());
         return 1;
+    } catch (const std::exception& e) {
+        report(e);
+        return is_input_error(e) ? 2 : 1;
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,9 @@
 
 #include "gprfwi/config.hpp"
 #include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/example.hpp"
+#include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/parallel.hpp"
 
 namespace gprfwi {
 namespace {
@@ -51,8 +55,8 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     const RunConfig c = load_run_config(path);
     EXPECT_EQ(c.grid.nx, 50);
     EXPECT_EQ(c.grid.dz, 0.02);
-    EXPECT_EQ(c.eps_r, 6.0);
-    EXPECT_EQ(c.mu_r, 1.0);
+    EXPECT_EQ(c.model.eps_r(3, 7), 6.0);
+    EXPECT_EQ(c.model.mu_r(0, 0), 1.0);
     EXPECT_EQ(c.nt, 100);
     ASSERT_EQ(c.shots.size(), 1u);
     EXPECT_EQ(c.shots[0].receivers[0].x, 0.8);
@@ -63,13 +67,14 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(o.grid.nx, 60);
     EXPECT_EQ(o.propagator.cpml.widths.top, 4);
     EXPECT_EQ(o.propagator.cpml.widths.left, 10);
-    EXPECT_EQ(o.observed, "obs.h5");
+    // paths in a run file are relative to its folder
+    EXPECT_EQ(o.observed, (std::filesystem::path(path).parent_path() / "obs.h5").string());
     // what output files record: the file as given, then the overrides
     const std::string record = o.record({"grid.nx=60"});
     EXPECT_EQ(record.rfind(kBase, 0), 0u);
     EXPECT_NE(record.find("\n# --set grid.nx=60"), std::string::npos);
     // what it describes runs
-    const Traces t = CpuPropagator(c.propagator).forward(c.model(), c.survey());
+    const Traces t = CpuPropagator(c.propagator).forward(c.model, c.survey());
     EXPECT_EQ(t[0].nt(), 100);
 }
 
@@ -103,10 +108,29 @@ std::vector<Malformed> malformed_cases() {
         {"eps_below_one", edit("eps_r: 6.0", "eps_r: 0.5"), {}, "model.eps_r: expected a number in [1, 1000], got 0.5", ":3:10"},
         {"sigma_negative", edit("sigma: 0.002", "sigma: -1"), {}, "model.sigma: expected a number in [0", ":4:10"},
         {"missing_sigma", edit("  sigma: 0.002\n", ""), {}, "model: missing key 'sigma'", ""},
-        {"model_from_file", edit("  eps_r: 6.0\n", "  file: m.h5\n  eps_r: 6.0\n"), {}, "models from files need HDF5", ""},
+        {"model_file_missing", edit("  eps_r: 6.0\n", "  file: absent.h5\n  eps_r: 6.0\n"), {}, "model.file: ", ":3:9"},
+        {"model_file_wrong_shape", edit("  eps_r: 6.0\n", "  file: model_wrong.h5\n"), {}, "has shape [30, 20], the grid needs [40, 50]", ":3:9"},
+        {"model_file_one_dimensional", edit("  eps_r: 6.0\n  sigma: 0.002\n", "  file: eps_only.h5\n"), {}, "dataset /eps_r has shape [4], the grid needs [40, 50]", ""},
+        {"model_file_without_eps", edit("  eps_r: 6.0\n  sigma: 0.002\n", "  file: other.h5\n"), {}, "other.h5 has no dataset /eps_r (and model.eps_r is not given)", ""},
+        {"model_dataset_missing", edit("eps_r: 6.0", "eps_r: {file: model_ok.h5, dataset: nothing}"), {}, "model.eps_r: ", ":3:10"},
+        {"model_dataset_out_of_range", edit("eps_r: 6.0", "eps_r: {file: model_ok.h5, dataset: sigma}"), {}, "sigma[0][0] = 0.01 is outside [1, 1000]", ":3:10"},
+        {"model_dataset_unknown_key", edit("eps_r: 6.0", "eps_r: {file: model_ok.h5, datset: eps_r}"), {}, "model.eps_r.datset: unknown key (did you mean 'dataset'?)", ""},
+        {"layer_without_top", edit("sigma: 0.002", "sigma: 0.002\n  layers: [{eps_r: 9}]"), {}, "model.layers[0]: missing key 'top'", ""},
+        {"layer_without_values", edit("sigma: 0.002", "sigma: 0.002\n  layers: [{top: 0.3}]"), {}, "model.layers[0]: expected at least one of eps_r, sigma, mu_r", ""},
+        {"layer_upside_down", edit("sigma: 0.002", "sigma: 0.002\n  layers: [{top: 0.3, bottom: 0.1, eps_r: 9}]"), {}, "model.layers[0].bottom: expected a depth below top", ""},
+        {"layer_bad_eps", edit("sigma: 0.002", "sigma: 0.002\n  layers: [{top: 0.3, eps_r: 0.2}]"), {}, "model.layers[0].eps_r: expected a number in [1, 1000]", ""},
+        {"shape_unknown_type", edit("sigma: 0.002", "sigma: 0.002\n  shapes: [{type: circel, center: [0.2, 0.2], radius: 0.1, eps_r: 9}]"), {}, "model.shapes[0].type: expected one of circle, rectangle, polygon, got 'circel' (did you mean 'circle'?)", ""},
+        {"circle_negative_radius", edit("sigma: 0.002", "sigma: 0.002\n  shapes: [{type: circle, center: [0.2, 0.2], radius: -1, eps_r: 9}]"), {}, "model.shapes[0].radius: expected a number in (0", ""},
+        {"rectangle_key_of_circle", edit("sigma: 0.002", "sigma: 0.002\n  shapes: [{type: rectangle, from: [0, 0], to: [0.1, 0.1], radius: 1, eps_r: 9}]"), {}, "model.shapes[0].radius: unknown key", ""},
+        {"polygon_two_points", edit("sigma: 0.002", "sigma: 0.002\n  shapes: [{type: polygon, points: [[0, 0], [1, 1]], sigma: 0.1}]"), {}, "model.shapes[0].points: expected at least 3 points", ""},
+        {"smoothing_negative", edit("sigma: 0.002", "sigma: 0.002\n  smoothing: -0.1"), {}, "model.smoothing: expected a number in [0", ""},
         {"unknown_model_key", edit("sigma: 0.002", "sigmaa: 0.002"), {}, "model.sigmaa: unknown key (did you mean 'sigma'?)", ":4:3"},
         {"mu_zero", edit("sigma: 0.002", "sigma: 0.002\n  mu_r: 0"), {}, "model.mu_r: expected a number in (0", ""},
-        {"wavelet_type", edit("type: ricker", "type: gauss"), {}, "wavelet.type: expected one of ricker, got 'gauss'", ":5:17"},
+        {"wavelet_type", edit("type: ricker", "type: gauss"), {}, "wavelet.type: expected one of ricker, file, got 'gauss'", ":5:17"},
+        {"wavelet_file_missing", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: absent.txt}"), {}, "wavelet.file: ", ":5:29"},
+        {"wavelet_file_not_numbers", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_bad.txt}"), {}, "wavelet_bad.txt:3: expected one number per line, got '0.5 0.7'", ""},
+        {"wavelet_file_too_long", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_long.txt}"), {}, "the wavelet has 150 samples, more than time.nt = 100", ""},
+        {"wavelet_file_with_frequency", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet.txt, frequency: 1}"), {}, "wavelet.frequency: unknown key", ""},
         {"wavelet_type_typo", edit("type: ricker", "type: rickr"), {}, "(did you mean 'ricker'?)", ""},
         {"frequency_zero", edit("frequency: 2.0e8", "frequency: 0"), {}, "wavelet.frequency: expected a number in (0", ""},
         {"frequency_above_nyquist", edit("frequency: 2.0e8", "frequency: 1.0e11"), {}, "above the Nyquist frequency", ""},
@@ -118,8 +142,13 @@ std::vector<Malformed> malformed_cases() {
         {"nt_huge", edit("nt: 100", "nt: 1000000000000"), {}, "time.nt: expected an integer in [1, 100000000]", ""},
         {"nt_fraction", edit("nt: 100", "nt: 3.5"), {}, "time.nt: expected an integer", ""},
         {"missing_nt", edit(", nt: 100", ""), {}, "time: missing key 'nt'", ""},
-        {"no_shots", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  shots: []\n"), {}, "survey.shots: expected a non-empty list of shots", ""},
-        {"shots_not_a_list", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  shots: 3\n"), {}, "survey.shots: expected a non-empty list", ""},
+        {"no_shots", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  shots: []\n"), {}, "survey: expected at least one shot", ":8:3"},
+        {"shots_not_a_list", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  shots: 3\n"), {}, "survey.shots: expected a list of shots", ""},
+        {"crosshole_outside", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  crosshole: {source_x: 0.1, receiver_x: 0.9, sources: {from: 0.1, to: 0.9, count: 3}, receivers: {from: 0.1, to: 0.7, count: 4}}\n"), {}, "survey.crosshole.sources: position (x = 0.1 m, z = 0.9 m) is outside the model", ""},
+        {"crosshole_range_without_to", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  crosshole: {source_x: 0.1, receiver_x: 0.9, sources: {from: 0.1, count: 3}, receivers: {from: 0.1, to: 0.7, count: 4}}\n"), {}, "survey.crosshole.sources: missing key 'to' (needed when count > 1)", ""},
+        {"crosshole_zero_count", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  crosshole: {source_x: 0.1, receiver_x: 0.9, sources: {from: 0.1, to: 0.5, count: 0}, receivers: {from: 0.1, to: 0.7, count: 4}}\n"), {}, "survey.crosshole.sources.count: expected an integer in [1, 100000], got '0'", ""},
+        {"surface_offset_outside", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  surface: {z: 0.0, sources: {from: 0.1, to: 0.8, count: 4}, receivers: {offsets: [0.3]}}\n"), {}, "survey.surface.receivers: position (x = 1.1 m, z = 0 m) is outside the model", ""},
+        {"surface_unknown_key", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  surface: {depth: 0.0, sources: {from: 0.1, to: 0.8, count: 4}, receivers: {offsets: [0.3]}}\n"), {}, "survey.surface.depth: unknown key", ""},
         {"source_outside", edit("[[0.2, 0.2]]", "[[5.0, 0.2]]"), {}, "survey.shots[0].sources[0]: position (x = 5 m, z = 0.2 m) is outside the model [0, 0.98] m x [0, 0.78] m", ":9:17"},
         {"receiver_above_surface", edit("[[0.8, 0.2]]", "[[0.8, -0.1]]"), {}, "survey.shots[0].receivers[0]: position (x = 0.8 m, z = -0.1 m) is outside the model", ""},
         {"source_not_a_pair", edit("[[0.2, 0.2]]", "[[0.2]]"), {}, "survey.shots[0].sources[0]: expected a position [x, z] in metres", ""},
@@ -133,6 +162,15 @@ std::vector<Malformed> malformed_cases() {
         {"stencil_ten", edit("stencil: 4", "stencil: 10"), {}, "propagator.stencil: expected an integer in [2, 8]", ""},
         {"pml_negative", edit("width: 10", "width: -1"), {}, "propagator.pml.width: expected an integer in [0, 1000], got '-1'", ""},
         {"pml_typo", edit("width: 10", "widht: 10"), {}, "propagator.pml.widht: unknown key (did you mean 'width'?)", ""},
+        {"snapshots_interval_word", edit("pml: {width: 10}", "pml: {width: 10}, snapshots: {interval: often}"), {}, "propagator.snapshots.interval: expected an integer in [1, 100000], got 'often'", ""},
+        {"snapshots_compression", edit("pml: {width: 10}", "pml: {width: 10}, snapshots: {compression: fp16}"), {}, "propagator.snapshots.compression: expected one of none, bf16, fp8, got 'fp16'", ""},
+        {"snapshots_storage", edit("pml: {width: 10}", "pml: {width: 10}, snapshots: {storage: ram}"), {}, "propagator.snapshots.storage: expected one of auto, device, host, disk", ""},
+        {"checkpoint_with_interval", edit("pml: {width: 10}", "pml: {width: 10}, snapshots: {interval: 4, checkpoint: auto}"), {}, "propagator.snapshots.checkpoint: checkpointing is exact and needs snapshots.interval 1", ""},
+        {"pml_reflection_zero", edit("width: 10", "width: 10, reflection: 0"), {}, "propagator.pml.reflection: expected a number in (0, 1]", ""},
+        {"batch_negative", edit("stencil: 4", "stencil: 4, shots_per_batch: -2"), {}, "propagator.shots_per_batch: expected an integer in [0", ""},
+        {"noise_both", edit("output: {dir: out}", "noise: {snr_db: 20, std: 1e-3}\noutput: {dir: out}"), {}, "noise: give either snr_db or std, not both", ":12:8"},
+        {"noise_neither", edit("output: {dir: out}", "noise: {seed: 3}\noutput: {dir: out}"), {}, "noise: expected snr_db (dB) or std (V/m)", ""},
+        {"noise_seed_negative", edit("output: {dir: out}", "noise: {snr_db: 20, seed: -3}\noutput: {dir: out}"), {}, "noise.seed: expected an integer in [0", ""},
         {"observed_not_a_string", edit("output: {dir: out}", "data: {observed: [1, 2]}\noutput: {dir: out}"), {}, "data.observed: expected a string", ":12:18"},
         {"not_yaml", edit("grid: {nx: 50, nz: 40, dx: 0.02, dz: 0.02}", "grid: {nx: 50, nz: 40"), {}, "not valid YAML", ""},
         {"top_level_list", "- 1\n- 2\n", {}, "expected a mapping with keys grid, model", ""},
@@ -145,7 +183,25 @@ std::vector<Malformed> malformed_cases() {
 
 class MalformedRunFile : public ::testing::TestWithParam<Malformed> {};
 
+/// Files the malformed run files name, beside them.
+void write_side_files() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    const auto dir = std::filesystem::path(write_run_file("dummy", "")).parent_path();
+    Model ok = Model::uniform(Grid{50, 40, 0.02, 0.02}, 5.0, 0.01);
+    write_model_h5((dir / "model_ok.h5").string(), ok, "");
+    write_model_h5((dir / "model_wrong.h5").string(), Model::uniform(Grid{20, 30, 0.02, 0.02}, 5.0, 0.01), "");
+    write_vector_h5((dir / "eps_only.h5").string(), "eps_r", std::vector<double>(4, 1.0), 1.0, "", "");
+    write_vector_h5((dir / "other.h5").string(), "other", std::vector<double>(4, 1.0), 1.0, "", "");
+    std::ofstream(dir / "wavelet.txt") << "# a wavelet\n0\n1\n0.5\n";
+    std::ofstream(dir / "wavelet_bad.txt") << "0\n1\n0.5 0.7\n";
+    std::ofstream long_file(dir / "wavelet_long.txt");
+    for (int i = 0; i < 150; ++i) long_file << i << "\n";
+}
+
 TEST_P(MalformedRunFile, StopsWithItsOwnMessage) {
+    write_side_files();
     const Malformed& m = GetParam();
     const auto path = write_run_file(m.name, m.text);
     try {
@@ -163,6 +219,148 @@ TEST_P(MalformedRunFile, StopsWithItsOwnMessage) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, MalformedRunFile, ::testing::ValuesIn(malformed_cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(RunFile, ModelsFromLayersShapesAndFiles) {
+    const std::string text = replaced(kBase, "  eps_r: 6.0\n  sigma: 0.002\n",
+                                      "  eps_r: 6.0\n  sigma: 0.002\n"
+                                      "  layers: [{top: 0.5, eps_r: 9, sigma: 0.02}, {top: 0.6, bottom: 0.7, mu_r: 2}]\n"
+                                      "  shapes:\n"
+                                      "    - {type: circle, center: [0.3, 0.2], radius: 0.1, eps_r: 12}\n"
+                                      "    - {type: rectangle, from: [0.7, 0.1], to: [0.8, 0.3], sigma: 0.05}\n"
+                                      "    - {type: polygon, points: [[0.5, 0.0], [0.6, 0.0], [0.55, 0.1]], eps_r: 3}\n");
+    const RunConfig c = load_run_config(write_run_file("shapes", text));
+    const Model& m = c.model;
+    EXPECT_EQ(m.eps_r(5, 5), 6.0);           // background (0.1, 0.1)
+    EXPECT_EQ(m.eps_r(25, 5), 9.0);          // z = 0.5: the layer's top is inside it
+    EXPECT_EQ(m.sigma(39, 49), 0.02);        // to the bottom
+    EXPECT_EQ(m.mu_r(30, 3), 2.0);           // second layer, z = 0.6
+    EXPECT_EQ(m.mu_r(35, 3), 1.0);           // below its bottom (0.7)
+    EXPECT_EQ(m.eps_r(24, 5), 6.0);          // just above
+    EXPECT_EQ(m.eps_r(10, 15), 12.0);        // circle centre
+    EXPECT_EQ(m.eps_r(10, 21), 6.0);         // 0.12 m from the centre
+    EXPECT_EQ(m.sigma(10, 37), 0.05);        // rectangle
+    EXPECT_EQ(m.eps_r(10, 37), 6.0);         // ... which left eps_r alone
+    EXPECT_EQ(m.eps_r(2, 27), 3.0);          // polygon (0.54, 0.04)
+    EXPECT_EQ(m.eps_r(8, 27), 6.0);          // below its apex
+    // the same model through a file, whole and per parameter
+    const auto dir = std::filesystem::path(write_run_file("dummy", "")).parent_path();
+    write_model_h5((dir / "shapes_model.h5").string(), m, "");
+    const RunConfig f = load_run_config(write_run_file("from_file", replaced(kBase, "  eps_r: 6.0\n  sigma: 0.002\n", "  file: shapes_model.h5\n")));
+    EXPECT_EQ(f.model.eps_r.values(), m.eps_r.values());
+    EXPECT_EQ(f.model.sigma.values(), m.sigma.values());
+    EXPECT_EQ(f.model.mu_r.values(), m.mu_r.values());
+    const RunConfig p = load_run_config(write_run_file("per_parameter", replaced(kBase, "sigma: 0.002", "sigma: {file: shapes_model.h5, dataset: sigma}")));
+    EXPECT_EQ(p.model.sigma.values(), m.sigma.values());
+    EXPECT_EQ(p.model.eps_r(10, 15), 6.0);
+    // smoothing keeps a constant constant and spreads a step
+    const RunConfig sm = load_run_config(write_run_file("smooth", replaced(text, "  shapes:", "  smoothing: 0.05\n  shapes:")));
+    EXPECT_NEAR(sm.model.eps_r(5, 45), 6.0, 1e-12);
+    EXPECT_GT(sm.model.eps_r(24, 45), 6.0);
+    EXPECT_LT(sm.model.eps_r(25, 45), 9.0);
+}
+
+TEST(RunFile, GeneratedSurveysAndWaveletFiles) {
+    const std::string shots = "  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n";
+    const RunConfig x = load_run_config(write_run_file("crosshole", replaced(kBase, shots,
+        "  crosshole: {source_x: 0.1, receiver_x: 0.9, sources: {from: 0.1, to: 0.7, count: 4}, receivers: {from: 0.05, to: 0.75, count: 8}}\n")));
+    ASSERT_EQ(x.shots.size(), 4u);
+    EXPECT_DOUBLE_EQ(x.shots[3].sources[0].z, 0.7);
+    EXPECT_EQ(x.shots[2].sources[0].x, 0.1);
+    ASSERT_EQ(x.shots[0].receivers.size(), 8u);
+    EXPECT_DOUBLE_EQ(x.shots[0].receivers[7].z, 0.75);
+    EXPECT_EQ(x.shots[0].receivers[7].x, 0.9);
+    const RunConfig s = load_run_config(write_run_file("surface", replaced(kBase, shots,
+        shots + "  surface: {z: 0.02, sources: {from: 0.1, to: 0.6, count: 6}, receivers: {offsets: [0.1, 0.3]}}\n")));
+    ASSERT_EQ(s.shots.size(), 7u);  // the listed shot first, then the line
+    EXPECT_DOUBLE_EQ(s.shots[6].sources[0].x, 0.6);
+    EXPECT_DOUBLE_EQ(s.shots[6].receivers[1].x, 0.9);
+    EXPECT_EQ(s.shots[6].receivers[1].z, 0.02);
+    const RunConfig fixed = load_run_config(write_run_file("surface_fixed", replaced(kBase, shots,
+        "  surface: {sources: {from: 0.1, count: 1}, receivers: {from: 0.0, to: 0.9, count: 10}}\n")));
+    ASSERT_EQ(fixed.shots.size(), 1u);
+    EXPECT_DOUBLE_EQ(fixed.shots[0].receivers[9].x, 0.9);
+    EXPECT_EQ(fixed.shots[0].receivers[9].z, 0.0);
+
+    write_side_files();
+    const RunConfig w = load_run_config(write_run_file("wavelet_file", replaced(kBase, "{type: ricker, frequency: 2.0e8}",
+                                                                                   "{type: file, file: wavelet.txt, amplitude: 2}")));
+    ASSERT_EQ(w.wavelet.size(), 100u);
+    EXPECT_EQ(w.wavelet[1], 2.0);
+    EXPECT_EQ(w.wavelet[2], 1.0);
+    EXPECT_EQ(w.wavelet[3], 0.0);
+    EXPECT_EQ(w.survey().shots[0].wavelet, w.wavelet);
+}
+
+TEST(RunFile, NoiseIsReproducibleAndScaled) {
+    Survey s;
+    s.dt = 1e-10;
+    s.nt = 4000;
+    s.shots.resize(3);
+    for (auto& shot : s.shots) shot.receivers.resize(2);
+    Traces clean = make_traces(s);
+    for (auto& t : clean)
+        for (std::size_t i = 0; i < t.samples().size(); ++i) t.samples()[i] = std::sin(0.01 * static_cast<double>(i));
+    Traces a = clean, b = clean, c = clean;
+    const double std_a = add_noise(a, {20.0, 0.0, 7});
+    add_noise(b, {20.0, 0.0, 7});
+    add_noise(c, {20.0, 0.0, 8});
+    EXPECT_EQ(a[2].samples(), b[2].samples());
+    EXPECT_NE(a[2].samples(), c[2].samples());
+    EXPECT_NEAR(std_a, std::sqrt(0.5) / 10.0, 2e-3);  // RMS of a sine / 10^(20/20)
+    double sum2 = 0;
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < 3; ++k)
+        for (std::size_t i = 0; i < a[k].samples().size(); ++i, ++n) sum2 += std::pow(a[k].samples()[i] - clean[k].samples()[i], 2);
+    EXPECT_NEAR(std::sqrt(sum2 / static_cast<double>(n)), std_a, 0.03 * std_a);
+    // a shot's noise depends on its index in the survey, not on its neighbours
+    Traces last{clean[2]};
+    Traces alone = last;
+    add_noise(alone, {0.0, std_a, 7});
+    Traces all3 = clean;
+    add_noise(all3, {0.0, std_a, 7});
+    EXPECT_NE(alone[0].samples(), all3[2].samples());  // index 0 vs 2: different streams
+    EXPECT_EQ(all3[2].samples(), a[2].samples());
+}
+
+TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
+    for (std::size_t shots : {0u, 1u, 5u, 7u, 12u})
+        for (int ranks : {1, 2, 3, 4, 9}) {
+            std::vector<std::size_t> all;
+            std::size_t smallest = shots, largest = 0;
+            for (int r = 0; r < ranks; ++r) {
+                const auto mine = parallel::shots_of_rank(shots, ranks, r);
+                all.insert(all.end(), mine.begin(), mine.end());
+                smallest = std::min(smallest, mine.size());
+                largest = std::max(largest, mine.size());
+            }
+            ASSERT_EQ(all.size(), shots);
+            for (std::size_t i = 0; i < shots; ++i) EXPECT_EQ(all[i], i);  // each once, in order
+            EXPECT_LE(largest - std::min(smallest, largest), 1u) << shots << " shots over " << ranks;
+        }
+    EXPECT_THROW(parallel::shots_of_rank(3, 2, 2), InvalidArgument);
+}
+
+TEST(RunFile, ExampleRunFileIsTheBuiltInExample) {
+    const RunConfig c = load_run_config(std::string(GPRFWI_SOURCE_DIR) + "/configs/example.yaml");
+    const Model m = example_model();
+    EXPECT_EQ(c.model.eps_r.values(), m.eps_r.values());
+    EXPECT_EQ(c.model.sigma.values(), m.sigma.values());
+    EXPECT_EQ(c.model.mu_r.values(), m.mu_r.values());
+    const Survey a = c.survey(), b = example_survey();
+    EXPECT_EQ(a.dt, b.dt);
+    EXPECT_EQ(a.nt, b.nt);
+    ASSERT_EQ(a.shots.size(), b.shots.size());
+    for (std::size_t s = 0; s < a.shots.size(); ++s) {
+        EXPECT_EQ(a.shots[s].wavelet, b.shots[s].wavelet);
+        EXPECT_NEAR(a.shots[s].sources[0].position.z, b.shots[s].sources[0].position.z, 1e-12);
+        EXPECT_EQ(a.shots[s].sources[0].position.x, b.shots[s].sources[0].position.x);
+        ASSERT_EQ(a.shots[s].receivers.size(), b.shots[s].receivers.size());
+        for (std::size_t r = 0; r < a.shots[s].receivers.size(); ++r) {
+            EXPECT_NEAR(a.shots[s].receivers[r].z, b.shots[s].receivers[r].z, 1e-12);
+            EXPECT_EQ(a.shots[s].receivers[r].x, b.shots[s].receivers[r].x);
+        }
+    }
+}
 
 TEST(RunFile, MissingFileIsReported) {
     try {

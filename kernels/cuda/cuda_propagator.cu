@@ -25,6 +25,7 @@
 #include "gprfwi/engine.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/kernels.hpp"
+#include "gprfwi/parallel.hpp"
 
 namespace gprfwi {
 
@@ -686,6 +687,8 @@ std::vector<std::string> cuda_device_names() {
 
 int default_cuda_device() {
     const int count = cuda_device_count();
+    // inside an MPI run, the rank's place on its node (MPI_Comm_split_type)
+    if (parallel::place().size > 1) return count > 0 ? parallel::place().local_rank % count : 0;
     for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
         if (const char* v = std::getenv(var)) return count > 0 ? std::atoi(v) % count : 0;
     return 0;

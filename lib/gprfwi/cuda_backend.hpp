@@ -20,9 +20,11 @@ int cuda_device_count();
 /// Names of those GPUs.
 std::vector<std::string> cuda_device_names();
 
-/// The device a process uses when options.device < 0: its MPI local rank (from
-/// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID or
-/// MV2_COMM_WORLD_LOCAL_RANK) modulo the device count.
+/// The device a process uses when options.device < 0: its MPI local rank
+/// modulo the device count. The local rank is the rank's place among the
+/// ranks of its node (MPI_Comm_split_type) in an MPI run of several ranks,
+/// else from OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID or
+/// MV2_COMM_WORLD_LOCAL_RANK (a launcher's environment), else 0.
 int default_cuda_device();
 
 std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions& options);

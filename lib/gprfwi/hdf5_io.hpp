@@ -2,10 +2,13 @@
 // HDF5 files of gprfwi (docs/hdf5.md). Every write goes to a temporary name in
 // the same folder and is renamed when complete, so a file is never half-written.
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/grid.hpp"
+#include "gprfwi/model.hpp"
 #include "gprfwi/survey.hpp"
 #include "gprfwi/traces.hpp"
 
@@ -29,5 +32,28 @@ void write_gradient_h5(const std::string& path, const Grid& grid, double misfit,
 /// Reads traces written in that layout and checks them against the survey:
 /// shot and receiver counts, nt and dt. Throws SizeMismatch / Error naming the file.
 Traces read_traces_h5(const std::string& path, const Survey& survey);
+
+/// The same for the listed shots only (global indices into survey.shots, in
+/// the order wanted): an MPI rank reads just its own. Also checks each read
+/// shot's receiver positions against the file's (1 um) and that samples are finite.
+Traces read_traces_h5(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots);
+
+/// Writes a model: /eps_r, /sigma, /mu_r [nz][nx] float64, attributes dx, dz
+/// (m), units, gprfwi_version, config; and its XDMF sidecar.
+void write_model_h5(const std::string& path, const Model& model, const std::string& config);
+
+/// One [nz][nx] dataset of a model file (float32/float64/integer), checked
+/// against the grid's shape and, where the file has them, its dx and dz attributes.
+Array2D read_model_array_h5(const std::string& path, const std::string& dataset, const Grid& grid);
+
+/// A 1D dataset (a wavelet); when the dataset has a `dt` attribute it must equal dt.
+std::vector<double> read_vector_h5(const std::string& path, const std::string& dataset, double dt);
+
+/// Writes a 1D dataset with a `dt` attribute (s) on it, units, version and config.
+void write_vector_h5(const std::string& path, const std::string& dataset, const std::vector<double>& values, double dt,
+                     const std::string& units, const std::string& config);
+
+/// Whether the file holds that dataset (throws if the file cannot be opened).
+bool h5_has_dataset(const std::string& path, const std::string& dataset);
 
 }  // namespace gprfwi

@@ -8,12 +8,15 @@
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
-#include <map>
+#include <limits>
+#include <random>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "config_reader.hpp"
+#include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/wavelet.hpp"
 
 namespace gprfwi {
@@ -38,173 +41,10 @@ std::string closest_word(const std::string& word, const std::vector<std::string>
     return best;
 }
 
+namespace detail {
 namespace {
 
-// Hostile-size limits: far beyond any 2D GPR model, far below overflow.
-constexpr long long kMaxNodesPerAxis = 100000;
-constexpr long long kMaxSamples = 100000000;
-constexpr std::size_t kMaxShots = 100000, kMaxPointsPerShot = 100000;
-
-class Reader {
-public:
-    /// `overridden`: key path -> the --set text that gave it its value.
-    Reader(std::string file, std::map<std::string, std::string> overridden)
-        : file_(std::move(file)), overridden_(std::move(overridden)) {}
-
-    [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& what) const {
-        throw ConfigError(fmt::format("{}: {}: {}", where(n, path), path, what));
-    }
-
-    /// file:line:col of the node, or the --set that put it there.
-    std::string where(const YAML::Node& n, const std::string& path) const {
-        for (std::string p = path; !p.empty();) {  // the path, then each parent
-            if (const auto it = overridden_.find(p); it != overridden_.end()) return file_ + " (--set " + it->second + ")";
-            const auto cut = p.find_last_of(".[");
-            if (cut == std::string::npos) break;
-            p.resize(cut);
-        }
-        const YAML::Mark m = n.Mark();
-        if (m.is_null() || m.line < 0) return file_ + " (--set)";
-        return fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
-    }
-
-    /// A mapping whose keys are all in `allowed`.
-    void map(const YAML::Node& n, const std::string& path, const std::vector<std::string>& allowed) const {
-        if (!n.IsMap()) fail(n, path, "expected a mapping with keys " + join(allowed));
-        for (auto it = n.begin(); it != n.end(); ++it) {
-            const std::string key = it->first.as<std::string>();
-            if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-            const std::string hint = closest_word(key, allowed);
-            fail(it->first, dotted(path, key),
-                 fmt::format("unknown key{}; allowed keys: {}", hint.empty() ? "" : " (did you mean '" + hint + "'?)",
-                             join(allowed)));
-        }
-    }
-
-    YAML::Node required(const YAML::Node& map, const std::string& path, const std::string& key) const {
-        const YAML::Node n = map[key];
-        if (!n) fail(map, path, "missing key '" + key + "'");
-        return n;
-    }
-
-    double number(const YAML::Node& n, const std::string& path, double lo, double hi, bool lo_open = false) const {
-        if (!n.IsScalar()) fail(n, path, fmt::format("expected a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi));
-        double v;
-        try {
-            v = n.as<double>();
-        } catch (const YAML::Exception&) {
-            fail(n, path, fmt::format("expected a number, got '{}'", n.Scalar()));
-        }
-        if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
-            fail(n, path, fmt::format("expected a number in {}{}, {}], got {}", lo_open ? "(" : "[", lo, hi, n.Scalar()));
-        return v;
-    }
-
-    long long integer(const YAML::Node& n, const std::string& path, long long lo, long long hi) const {
-        if (n.IsScalar()) {
-            try {
-                const long long v = n.as<long long>();
-                if (v >= lo && v <= hi) return v;
-            } catch (const YAML::Exception&) {
-            }
-        }
-        fail(n, path, fmt::format("expected an integer in [{}, {}], got '{}'", lo, hi, n.IsScalar() ? n.Scalar() : "a non-scalar"));
-    }
-
-    std::string text(const YAML::Node& n, const std::string& path, const std::vector<std::string>& choices = {}) const {
-        if (!n.IsScalar()) fail(n, path, "expected a string");
-        const std::string v = n.Scalar();
-        if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
-            const std::string hint = closest_word(v, choices);
-            fail(n, path, fmt::format("expected one of {}, got '{}'{}", join(choices), v,
-                                      hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-        }
-        return v;
-    }
-
-    /// [x, z] in metres, inside the model.
-    Position position(const YAML::Node& n, const std::string& path, const Grid& g) const {
-        if (!n.IsSequence() || n.size() != 2) fail(n, path, "expected a position [x, z] in metres");
-        const Position p{number(n[0], path + "[0]", -1e30, 1e30), number(n[1], path + "[1]", -1e30, 1e30)};
-        const double tx = 1e-9 * g.dx, tz = 1e-9 * g.dz;
-        if (p.x < -tx || p.x > g.width_m() + tx || p.z < -tz || p.z > g.depth_m() + tz)
-            fail(n, path, fmt::format("position (x = {} m, z = {} m) is outside the model [0, {}] m x [0, {}] m",
-                                      p.x, p.z, g.width_m(), g.depth_m()));
-        return p;
-    }
-
-    std::vector<Position> positions(const YAML::Node& n, const std::string& path, const Grid& g, bool non_empty) const {
-        if (!n.IsSequence()) fail(n, path, "expected a list of positions [[x, z], ...]");
-        if (non_empty && n.size() == 0) fail(n, path, "expected at least one position");
-        if (n.size() > kMaxPointsPerShot) fail(n, path, fmt::format("more than {} positions", kMaxPointsPerShot));
-        std::vector<Position> out;
-        for (std::size_t i = 0; i < n.size(); ++i) out.push_back(position(n[i], fmt::format("{}[{}]", path, i), g));
-        return out;
-    }
-
-    static std::string dotted(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
-
-private:
-    static std::string join(const std::vector<std::string>& v) {
-        std::string s;
-        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-        return s;
-    }
-    std::string file_;
-    std::map<std::string, std::string> overridden_;
-};
-
-/// Applies `key.path=value` to the tree (the value parsed as YAML); returns key.path.
-std::string apply_override(YAML::Node root, const std::string& text, const std::string& file) {
-    const auto eq = text.find('=');
-    if (eq == std::string::npos || eq == 0)
-        throw ConfigError(fmt::format("{}: --set {}: expected key.path=value", file, text));
-    std::vector<std::string> keys;
-    std::string key;
-    for (char ch : text.substr(0, eq)) {
-        if (ch == '.') {
-            keys.push_back(key);
-            key.clear();
-        } else {
-            key += ch;
-        }
-    }
-    keys.push_back(key);
-    YAML::Node cur;
-    cur.reset(root);
-    for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
-        if (!cur[keys[i]] || !cur[keys[i]].IsMap()) cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
-        YAML::Node next = cur[keys[i]];
-        cur.reset(next);
-    }
-    try {
-        cur[keys.back()] = YAML::Load(text.substr(eq + 1));
-    } catch (const YAML::Exception& e) {
-        throw ConfigError(fmt::format("{}: --set {}: the value is not valid YAML ({})", file, text, e.msg));
-    }
-    return text.substr(0, eq);
-}
-
-}  // namespace
-
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-    std::ifstream in(path);
-    if (!in) throw ConfigError(fmt::format("{}: cannot open the run file", path));
-    YAML::Node root;
-    try {
-        root = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-        throw ConfigError(fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
-    }
-    if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    std::map<std::string, std::string> overridden;
-    for (const auto& o : overrides) overridden[apply_override(root, o, path)] = o;
-
-    const Reader r(path, overridden);
-    RunConfig c;
-    c.file = path;
-    r.map(root, "", {"grid", "model", "wavelet", "time", "survey", "propagator", "data", "output"});
-
+void read_grid(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node grid = r.required(root, "", "grid");
     r.map(grid, "grid", {"nx", "nz", "dx", "dz"});
     c.grid.nx = static_cast<int>(r.integer(r.required(grid, "grid", "nx"), "grid.nx", 2, kMaxNodesPerAxis));
@@ -213,71 +53,416 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
     c.grid.dz = r.number(r.required(grid, "grid", "dz"), "grid.dz", 0, 1e6, true);
     if (static_cast<double>(c.grid.nx) * c.grid.nz > 2.0e9)
         r.fail(grid, "grid", fmt::format("{} x {} nodes is more than 2e9", c.grid.nx, c.grid.nz));
+}
 
+struct ParameterRange {
+    const char* key;
+    double lo, hi;
+    bool lo_open;
+    Array2D Model::*field;
+};
+constexpr ParameterRange kParameters[] = {{"eps_r", 1, 1000, false, &Model::eps_r},
+                                          {"sigma", 0, 1e4, false, &Model::sigma},
+                                          {"mu_r", 0, 1e4, true, &Model::mu_r}};
+
+/// Reads a dataset of a model file, turning its errors into errors at `n`.
+Array2D read_array(const Reader& r, const YAML::Node& n, const std::string& path, const std::string& file,
+                   const std::string& dataset, const Grid& g, const ParameterRange& p) {
+    Array2D a;
+    try {
+        a = read_model_array_h5(file, dataset, g);
+    } catch (const Error& e) {
+        r.fail(n, path, e.what());
+    }
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) {
+            const double v = a(iz, ix);
+            if (v < p.lo || v > p.hi || (p.lo_open && v == p.lo))
+                r.fail(n, path, fmt::format("{}: {}[{}][{}] = {} is outside {}{}, {}]", file, dataset, iz, ix, v,
+                                            p.lo_open ? "(" : "[", p.lo, p.hi));
+        }
+    return a;
+}
+
+std::optional<double> optional_value(const YAML::Node& n, const Reader& r, const std::string& path,
+                                     const ParameterRange& p) {
+    if (!n[p.key]) return std::nullopt;
+    return r.number(n[p.key], path + "." + p.key, p.lo, p.hi, p.lo_open);
+}
+
+void check_region_has_values(const Reader& r, const YAML::Node& n, const std::string& path, const ModelRegion& m) {
+    if (!m.eps_r && !m.sigma && !m.mu_r) r.fail(n, path, "expected at least one of eps_r, sigma, mu_r");
+}
+
+void read_model(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node model = r.required(root, "", "model");
-    r.map(model, "model", {"eps_r", "sigma", "mu_r", "file", "dataset"});
-    if (model["file"] || model["dataset"])
-        r.fail(model, "model", "models from files need HDF5, which this version does not read yet; give constant "
-                               "eps_r, sigma (and mu_r)");
-    c.eps_r = r.number(r.required(model, "model", "eps_r"), "model.eps_r", 1, 1000);
-    c.sigma = r.number(r.required(model, "model", "sigma"), "model.sigma", 0, 1e4);
-    if (model["mu_r"]) c.mu_r = r.number(model["mu_r"], "model.mu_r", 0, 1e4, true);
+    r.map(model, "model", {"file", "eps_r", "sigma", "mu_r", "layers", "shapes", "smoothing"});
+    const Grid& g = c.grid;
+    c.model = Model::uniform(g, 1.0, 0.0, 1.0);
+    std::string summary;
+    std::string whole_file;
+    if (model["file"]) {
+        whole_file = r.resolve(r.text(model["file"], "model.file"));
+        summary = "from " + whole_file;
+    }
+    for (const ParameterRange& p : kParameters) {
+        const std::string path = std::string("model.") + p.key;
+        const YAML::Node n = model[p.key];
+        Array2D& dest = c.model.*(p.field);
+        if (n && n.IsMap()) {  // {file: F.h5, dataset: NAME}
+            r.map(n, path, {"file", "dataset"});
+            const std::string file = r.resolve(r.text(r.required(n, path, "file"), path + ".file"));
+            const std::string dataset = n["dataset"] ? r.text(n["dataset"], path + ".dataset") : p.key;
+            dest = read_array(r, n, path, file, dataset, g, p);
+            summary += fmt::format("{}{} from {}:{}", summary.empty() ? "" : ", ", p.key, file, dataset);
+        } else if (n) {
+            const double v = r.number(n, path, p.lo, p.hi, p.lo_open);
+            dest = Array2D(g.nz, g.nx, v);
+            summary += fmt::format("{}{} = {}", summary.empty() ? "" : ", ", p.key, v);
+        } else if (!whole_file.empty()) {
+            bool present = false;
+            try {
+                present = h5_has_dataset(whole_file, p.key);
+            } catch (const Error& e) {
+                r.fail(model["file"], "model.file", e.what());
+            }
+            if (present)
+                dest = read_array(r, model["file"], "model.file", whole_file, p.key, g, p);
+            else if (std::string(p.key) != "mu_r")
+                r.fail(model["file"], "model.file", fmt::format("{} has no dataset /{} (and model.{} is not given)",
+                                                                whole_file, p.key, p.key));
+        } else if (std::string(p.key) != "mu_r") {
+            r.fail(model, "model", fmt::format("missing key '{}' (a number, or {{file: F.h5, dataset: NAME}}; or give "
+                                               "model.file)", p.key));
+        }
+    }
+    std::vector<ModelRegion> regions;
+    if (const YAML::Node layers = model["layers"]) {
+        if (!layers.IsSequence()) r.fail(layers, "model.layers", "expected a list of layers [{top, bottom, eps_r, sigma, mu_r}]");
+        for (std::size_t i = 0; i < layers.size(); ++i) {
+            const std::string path = fmt::format("model.layers[{}]", i);
+            const YAML::Node n = layers[i];
+            r.map(n, path, {"top", "bottom", "eps_r", "sigma", "mu_r"});
+            ModelRegion m;
+            m.kind = ModelRegion::Kind::layer;
+            m.top = r.number(r.required(n, path, "top"), path + ".top", -1e30, 1e30);
+            if (n["bottom"]) {
+                m.bottom = r.number(n["bottom"], path + ".bottom", -1e30, 1e30);
+                if (m.bottom <= m.top) r.fail(n["bottom"], path + ".bottom", fmt::format("expected a depth below top = {} m", m.top));
+            }
+            m.eps_r = optional_value(n, r, path, kParameters[0]);
+            m.sigma = optional_value(n, r, path, kParameters[1]);
+            m.mu_r = optional_value(n, r, path, kParameters[2]);
+            check_region_has_values(r, n, path, m);
+            regions.push_back(m);
+        }
+        summary += fmt::format(", {} layer(s)", layers.size());
+    }
+    if (const YAML::Node shapes = model["shapes"]) {
+        if (!shapes.IsSequence()) r.fail(shapes, "model.shapes", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
+        const auto point = [&](const YAML::Node& n, const std::string& path) {
+            if (!n.IsSequence() || n.size() != 2) r.fail(n, path, "expected a point [x, z] in metres");
+            return Position{r.number(n[0], path + "[0]", -1e30, 1e30), r.number(n[1], path + "[1]", -1e30, 1e30)};
+        };
+        for (std::size_t i = 0; i < shapes.size(); ++i) {
+            const std::string path = fmt::format("model.shapes[{}]", i);
+            const YAML::Node n = shapes[i];
+            if (!n.IsMap()) r.fail(n, path, "expected a shape {type: circle | rectangle | polygon, ...}");
+            const std::string type = r.text(r.required(n, path, "type"), path + ".type", {"circle", "rectangle", "polygon"});
+            ModelRegion m;
+            if (type == "circle") {
+                r.map(n, path, {"type", "center", "radius", "eps_r", "sigma", "mu_r"});
+                m.kind = ModelRegion::Kind::circle;
+                m.center = point(r.required(n, path, "center"), path + ".center");
+                m.radius = r.number(r.required(n, path, "radius"), path + ".radius", 0, 1e30, true);
+            } else if (type == "rectangle") {
+                r.map(n, path, {"type", "from", "to", "eps_r", "sigma", "mu_r"});
+                m.kind = ModelRegion::Kind::rectangle;
+                m.from = point(r.required(n, path, "from"), path + ".from");
+                m.to = point(r.required(n, path, "to"), path + ".to");
+            } else {
+                r.map(n, path, {"type", "points", "eps_r", "sigma", "mu_r"});
+                m.kind = ModelRegion::Kind::polygon;
+                const YAML::Node pts = r.required(n, path, "points");
+                if (!pts.IsSequence() || pts.size() < 3) r.fail(pts, path + ".points", "expected at least 3 points [[x, z], ...]");
+                for (std::size_t k = 0; k < pts.size(); ++k) m.points.push_back(point(pts[k], fmt::format("{}.points[{}]", path, k)));
+            }
+            m.eps_r = optional_value(n, r, path, kParameters[0]);
+            m.sigma = optional_value(n, r, path, kParameters[1]);
+            m.mu_r = optional_value(n, r, path, kParameters[2]);
+            check_region_has_values(r, n, path, m);
+            regions.push_back(m);
+        }
+        summary += fmt::format(", {} shape(s)", shapes.size());
+    }
+    paint_regions(c.model, regions);
+    if (model["smoothing"]) {
+        const double len = r.number(model["smoothing"], "model.smoothing", 0, 1e30);
+        smooth_gaussian(c.model.eps_r, len / g.dx, len / g.dz);
+        smooth_gaussian(c.model.sigma, len / g.dx, len / g.dz);
+        smooth_gaussian(c.model.mu_r, len / g.dx, len / g.dz);
+        summary += fmt::format(", smoothed over {} m", len);
+    }
+    c.model_summary = summary;
+}
 
+void read_time_and_wavelet(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node time = r.required(root, "", "time");
     r.map(time, "time", {"dt", "nt"});
     c.dt_s = r.number(r.required(time, "time", "dt"), "time.dt", 0, 1.0, true);
     c.nt = static_cast<int>(r.integer(r.required(time, "time", "nt"), "time.nt", 1, kMaxSamples));
 
     const YAML::Node wavelet = r.required(root, "", "wavelet");
-    r.map(wavelet, "wavelet", {"type", "frequency", "delay", "amplitude"});
-    r.text(r.required(wavelet, "wavelet", "type"), "wavelet.type", {"ricker"});
-    c.wavelet_frequency_hz = r.number(r.required(wavelet, "wavelet", "frequency"), "wavelet.frequency", 0, 1e12, true);
-    if (c.wavelet_frequency_hz > 0.5 / c.dt_s)
-        r.fail(wavelet["frequency"], "wavelet.frequency",
-               fmt::format("{} Hz is above the Nyquist frequency {} Hz of time.dt", c.wavelet_frequency_hz, 0.5 / c.dt_s));
-    if (wavelet["delay"]) c.wavelet_delay_s = r.number(wavelet["delay"], "wavelet.delay", 0, 1e3);
-    if (wavelet["amplitude"]) c.wavelet_amplitude_a = r.number(wavelet["amplitude"], "wavelet.amplitude", -1e30, 1e30);
-
-    const YAML::Node survey = r.required(root, "", "survey");
-    r.map(survey, "survey", {"shots"});
-    const YAML::Node shots = r.required(survey, "survey", "shots");
-    if (!shots.IsSequence() || shots.size() == 0) r.fail(shots, "survey.shots", "expected a non-empty list of shots");
-    if (shots.size() > kMaxShots) r.fail(shots, "survey.shots", fmt::format("more than {} shots", kMaxShots));
-    for (std::size_t i = 0; i < shots.size(); ++i) {
-        const std::string p = fmt::format("survey.shots[{}]", i);
-        r.map(shots[i], p, {"sources", "receivers"});
-        c.shots.push_back({r.positions(r.required(shots[i], p, "sources"), p + ".sources", c.grid, true),
-                           r.positions(r.required(shots[i], p, "receivers"), p + ".receivers", c.grid, false)});
+    if (!wavelet.IsMap()) r.fail(wavelet, "wavelet", "expected a mapping {type: ricker | file, ...}");
+    const std::string type = r.text(r.required(wavelet, "wavelet", "type"), "wavelet.type", {"ricker", "file"});
+    double amplitude = 1.0;
+    if (type == "ricker") {
+        r.map(wavelet, "wavelet", {"type", "frequency", "delay", "amplitude"});
+        const double f = r.number(r.required(wavelet, "wavelet", "frequency"), "wavelet.frequency", 0, 1e12, true);
+        if (f > 0.5 / c.dt_s)
+            r.fail(wavelet["frequency"], "wavelet.frequency",
+                   fmt::format("{} Hz is above the Nyquist frequency {} Hz of time.dt", f, 0.5 / c.dt_s));
+        double delay = -1;
+        if (wavelet["delay"]) delay = r.number(wavelet["delay"], "wavelet.delay", 0, 1e3);
+        if (wavelet["amplitude"]) amplitude = r.number(wavelet["amplitude"], "wavelet.amplitude", -1e30, 1e30);
+        c.wavelet = ricker(c.nt, c.dt_s, f, delay, amplitude);
+        c.wavelet_summary = fmt::format("Ricker {} Hz, delay {} s, amplitude {} A", f, delay < 0 ? 1.5 / f : delay, amplitude);
+    } else {
+        r.map(wavelet, "wavelet", {"type", "file", "dataset", "amplitude"});
+        const std::string file = r.resolve(r.text(r.required(wavelet, "wavelet", "file"), "wavelet.file"));
+        const std::string dataset = wavelet["dataset"] ? r.text(wavelet["dataset"], "wavelet.dataset") : "wavelet";
+        if (wavelet["amplitude"]) amplitude = r.number(wavelet["amplitude"], "wavelet.amplitude", -1e30, 1e30);
+        try {
+            c.wavelet = read_wavelet_file(file, dataset, c.dt_s, c.nt);
+        } catch (const Error& e) {
+            r.fail(wavelet["file"], "wavelet.file", e.what());
+        }
+        for (double& v : c.wavelet) v *= amplitude;
+        c.wavelet_summary = fmt::format("from {} (x {})", file, amplitude);
     }
+}
 
-    if (const YAML::Node prop = root["propagator"]) {
-        r.map(prop, "propagator", {"backend", "precision", "stencil", "pml"});
-        auto& o = c.propagator;
-        if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", {"auto", "cpu", "cuda"}));
-        if (prop["precision"])
-            o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", {"single", "double"}));
-        if (prop["stencil"]) {
-            const auto s = r.integer(prop["stencil"], "propagator.stencil", 2, 8);
-            if (s % 2) r.fail(prop["stencil"], "propagator.stencil", fmt::format("expected 2, 4, 6 or 8, got {}", s));
-            o.stencil_order = static_cast<int>(s);
+/// `count` values evenly spaced from `from` to `to` (count 1: `from`).
+std::vector<double> read_range(const YAML::Node& n, const Reader& r, const std::string& path) {
+    r.map(n, path, {"from", "to", "count"});
+    const double from = r.number(r.required(n, path, "from"), path + ".from", -1e30, 1e30);
+    const auto count = r.integer(r.required(n, path, "count"), path + ".count", 1, static_cast<long long>(kMaxPointsPerShot));
+    const double to = n["to"] ? r.number(n["to"], path + ".to", -1e30, 1e30) : from;
+    if (count > 1 && !n["to"]) r.fail(n, path, "missing key 'to' (needed when count > 1)");
+    std::vector<double> v(static_cast<std::size_t>(count));
+    for (long long i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = count == 1 ? from : from + (to - from) * static_cast<double>(i) / static_cast<double>(count - 1);
+    return v;
+}
+
+void check_inside(const Reader& r, const YAML::Node& n, const std::string& path, const Grid& g, const Position& p) {
+    const double tx = 1e-9 * g.dx, tz = 1e-9 * g.dz;
+    if (p.x < -tx || p.x > g.width_m() + tx || p.z < -tz || p.z > g.depth_m() + tz)
+        r.fail(n, path, fmt::format("position (x = {} m, z = {} m) is outside the model [0, {}] m x [0, {}] m", p.x, p.z,
+                                    g.width_m(), g.depth_m()));
+}
+
+void read_survey(const YAML::Node& root, const Reader& r, RunConfig& c) {
+    const YAML::Node survey = r.required(root, "", "survey");
+    r.map(survey, "survey", {"shots", "crosshole", "surface"});
+    if (const YAML::Node shots = survey["shots"]) {
+        if (!shots.IsSequence()) r.fail(shots, "survey.shots", "expected a list of shots");
+        if (shots.size() > kMaxShots) r.fail(shots, "survey.shots", fmt::format("more than {} shots", kMaxShots));
+        for (std::size_t i = 0; i < shots.size(); ++i) {
+            const std::string p = fmt::format("survey.shots[{}]", i);
+            r.map(shots[i], p, {"sources", "receivers"});
+            c.shots.push_back({r.positions(r.required(shots[i], p, "sources"), p + ".sources", c.grid, true),
+                               r.positions(r.required(shots[i], p, "receivers"), p + ".receivers", c.grid, false)});
         }
-        if (const YAML::Node pml = prop["pml"]) {
-            r.map(pml, "propagator.pml", {"width", "left", "right", "top", "bottom"});
-            if (pml["width"]) o.cpml.widths = PmlWidths::uniform(static_cast<int>(r.integer(pml["width"], "propagator.pml.width", 0, 1000)));
-            for (auto [key, field] : {std::pair{"left", &PmlWidths::left}, std::pair{"right", &PmlWidths::right},
-                                      std::pair{"top", &PmlWidths::top}, std::pair{"bottom", &PmlWidths::bottom}})
-                if (pml[key]) o.cpml.widths.*field = static_cast<int>(r.integer(pml[key], std::string("propagator.pml.") + key, 0, 1000));
+    }
+    if (const YAML::Node x = survey["crosshole"]) {
+        r.map(x, "survey.crosshole", {"source_x", "receiver_x", "sources", "receivers"});
+        const double sx = r.number(r.required(x, "survey.crosshole", "source_x"), "survey.crosshole.source_x", -1e30, 1e30);
+        const double rx = r.number(r.required(x, "survey.crosshole", "receiver_x"), "survey.crosshole.receiver_x", -1e30, 1e30);
+        const auto sz = read_range(r.required(x, "survey.crosshole", "sources"), r, "survey.crosshole.sources");
+        const auto rz = read_range(r.required(x, "survey.crosshole", "receivers"), r, "survey.crosshole.receivers");
+        for (double z : sz) {
+            ShotSpec shot{{{sx, z}}, {}};
+            check_inside(r, x["sources"], "survey.crosshole.sources", c.grid, shot.sources[0]);
+            for (double z2 : rz) {
+                shot.receivers.push_back({rx, z2});
+                check_inside(r, x["receivers"], "survey.crosshole.receivers", c.grid, shot.receivers.back());
+            }
+            c.shots.push_back(std::move(shot));
         }
+    }
+    if (const YAML::Node s = survey["surface"]) {
+        r.map(s, "survey.surface", {"z", "sources", "receivers"});
+        const double z = s["z"] ? r.number(s["z"], "survey.surface.z", -1e30, 1e30) : 0.0;
+        const auto sx = read_range(r.required(s, "survey.surface", "sources"), r, "survey.surface.sources");
+        const YAML::Node rec = r.required(s, "survey.surface", "receivers");
+        std::vector<double> fixed, offsets;
+        if (rec.IsMap() && rec["offsets"]) {
+            r.map(rec, "survey.surface.receivers", {"offsets"});
+            const YAML::Node o = rec["offsets"];
+            if (!o.IsSequence() || o.size() == 0) r.fail(o, "survey.surface.receivers.offsets", "expected a list of offsets in metres");
+            for (std::size_t i = 0; i < o.size(); ++i)
+                offsets.push_back(r.number(o[i], fmt::format("survey.surface.receivers.offsets[{}]", i), -1e30, 1e30));
+        } else {
+            fixed = read_range(rec, r, "survey.surface.receivers");
+        }
+        for (double x : sx) {
+            ShotSpec shot{{{x, z}}, {}};
+            check_inside(r, s["sources"], "survey.surface.sources", c.grid, shot.sources[0]);
+            for (double xr : fixed) shot.receivers.push_back({xr, z});
+            for (double off : offsets) shot.receivers.push_back({x + off, z});
+            for (const Position& p : shot.receivers) check_inside(r, rec, "survey.surface.receivers", c.grid, p);
+            c.shots.push_back(std::move(shot));
+        }
+    }
+    if (c.shots.empty()) r.fail(survey, "survey", "expected at least one shot (survey.shots, survey.crosshole or survey.surface)");
+    if (c.shots.size() > kMaxShots) r.fail(survey, "survey", fmt::format("more than {} shots", kMaxShots));
+}
+
+void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
+    const YAML::Node prop = root["propagator"];
+    if (!prop) return;
+    r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch"});
+    auto& o = c.propagator;
+    if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", {"auto", "cpu", "cuda"}));
+    if (prop["precision"]) o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", {"single", "double"}));
+    if (prop["stencil"]) {
+        const auto s = r.integer(prop["stencil"], "propagator.stencil", 2, 8);
+        if (s % 2) r.fail(prop["stencil"], "propagator.stencil", fmt::format("expected 2, 4, 6 or 8, got {}", s));
+        o.stencil_order = static_cast<int>(s);
+    }
+    if (prop["device"]) o.device = static_cast<int>(r.integer(prop["device"], "propagator.device", -1, 1023));
+    if (prop["shots_per_batch"])
+        c.shots_per_batch = static_cast<int>(r.integer(prop["shots_per_batch"], "propagator.shots_per_batch", 0, kMaxShots));
+    if (const YAML::Node pml = prop["pml"]) {
+        r.map(pml, "propagator.pml", {"width", "left", "right", "top", "bottom", "reflection", "power", "kappa_max"});
+        if (pml["width"]) o.cpml.widths = PmlWidths::uniform(static_cast<int>(r.integer(pml["width"], "propagator.pml.width", 0, 1000)));
+        for (auto [key, field] : {std::pair{"left", &PmlWidths::left}, std::pair{"right", &PmlWidths::right},
+                                  std::pair{"top", &PmlWidths::top}, std::pair{"bottom", &PmlWidths::bottom}})
+            if (pml[key]) o.cpml.widths.*field = static_cast<int>(r.integer(pml[key], std::string("propagator.pml.") + key, 0, 1000));
+        if (pml["reflection"]) o.cpml.reflection = r.number(pml["reflection"], "propagator.pml.reflection", 0, 1, true);
+        if (pml["power"]) o.cpml.power = r.number(pml["power"], "propagator.pml.power", 1, 6);
+        if (pml["kappa_max"]) o.cpml.kappa_max = r.number(pml["kappa_max"], "propagator.pml.kappa_max", 1, 100);
+    }
+    if (const YAML::Node snap = prop["snapshots"]) {
+        const std::string p = "propagator.snapshots";
+        r.map(snap, p, {"interval", "compression", "storage", "scratch_dir", "checkpoint"});
+        auto& so = o.snapshots;
+        if (const YAML::Node n = snap["interval"])
+            so.interval = n.IsScalar() && n.Scalar() == "auto" ? 0 : static_cast<int>(r.integer(n, p + ".interval", 1, 100000));
+        if (snap["compression"]) so.compression = parse_compression(r.text(snap["compression"], p + ".compression", {"none", "bf16", "fp8"}));
+        if (snap["storage"]) so.storage = parse_storage(r.text(snap["storage"], p + ".storage", {"auto", "device", "host", "disk"}));
+        if (snap["scratch_dir"]) so.scratch_dir = r.text(snap["scratch_dir"], p + ".scratch_dir");
+        if (const YAML::Node n = snap["checkpoint"]) {
+            if (n.IsScalar() && n.Scalar() == "auto") so.checkpoint_steps = -1;
+            else if (n.IsScalar() && n.Scalar() == "off") so.checkpoint_steps = 0;
+            else so.checkpoint_steps = static_cast<int>(r.integer(n, p + ".checkpoint", 1, kMaxSamples));
+            if (so.checkpoint_steps != 0 && so.interval != 1)
+                r.fail(n, p + ".checkpoint", "checkpointing is exact and needs snapshots.interval 1");
+        }
+    }
+}
+
+void read_rest(const YAML::Node& root, const Reader& r, RunConfig& c) {
+    if (const YAML::Node noise = root["noise"]) {
+        r.map(noise, "noise", {"snr_db", "std", "seed"});
+        if (noise["snr_db"] && noise["std"]) r.fail(noise, "noise", "give either snr_db or std, not both");
+        if (!noise["snr_db"] && !noise["std"]) r.fail(noise, "noise", "expected snr_db (dB) or std (V/m)");
+        if (noise["snr_db"]) c.noise.snr_db = r.number(noise["snr_db"], "noise.snr_db", -100, 300, true);
+        if (noise["std"]) c.noise.std_vm = r.number(noise["std"], "noise.std", 0, 1e30, true);
+        if (noise["seed"])
+            c.noise.seed = static_cast<std::uint64_t>(r.integer(noise["seed"], "noise.seed", 0, std::numeric_limits<long long>::max()));
+        if (c.noise.snr_db <= 0 && !noise["std"]) r.fail(noise["snr_db"], "noise.snr_db", "expected a positive SNR in dB");
     }
     if (const YAML::Node data = root["data"]) {
         r.map(data, "data", {"observed"});
-        if (data["observed"]) c.observed = r.text(data["observed"], "data.observed");
+        if (data["observed"]) c.observed = r.resolve(r.text(data["observed"], "data.observed"));
     }
     if (const YAML::Node output = root["output"]) {
         r.map(output, "output", {"dir"});
         if (output["dir"]) c.output_dir = r.text(output["dir"], "output.dir");
     }
+}
+
+}  // namespace
+
+RunConfig read_run_sections(const YAML::Node& root, const Reader& r, const std::vector<std::string>& extra_top_keys) {
+    RunConfig c;
+    c.file = r.file();
+    std::vector<std::string> top{"grid", "model", "wavelet", "time", "survey", "propagator", "noise", "data", "output"};
+    top.insert(top.end(), extra_top_keys.begin(), extra_top_keys.end());
+    r.map(root, "", top);
+    read_grid(root, r, c);
+    read_model(root, r, c);
+    read_time_and_wavelet(root, r, c);
+    read_survey(root, r, c);
+    read_propagator(root, r, c);
+    read_rest(root, r, c);
     return c;
+}
+
+}  // namespace detail
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+    const detail::LoadedYaml y = detail::load_yaml(path, overrides);
+    const detail::Reader r(path, y.overridden);
+    return detail::read_run_sections(y.root, r, {"inversion"});
+}
+
+std::vector<double> read_wavelet_file(const std::string& path, const std::string& dataset, double dt, int nt) {
+    std::vector<double> w;
+    const std::string ext = std::filesystem::path(path).extension().string();
+    if (ext == ".h5" || ext == ".hdf5") {
+        w = read_vector_h5(path, dataset, dt);
+    } else {
+        std::ifstream in(path);
+        if (!in) throw Error(fmt::format("{}: cannot open the wavelet file", path));
+        std::string line;
+        for (int line_no = 1; std::getline(in, line); ++line_no) {
+            const auto hash = line.find('#');
+            if (hash != std::string::npos) line.resize(hash);
+            std::istringstream fields(line);
+            std::string word;
+            if (!(fields >> word)) continue;
+            std::size_t used = 0;
+            double v = 0;
+            try {
+                v = std::stod(word, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            std::string more;
+            if (used != word.size() || (fields >> more) || !std::isfinite(v))
+                throw Error(fmt::format("{}:{}: expected one number per line, got '{}'", path, line_no, line));
+            w.push_back(v);
+        }
+    }
+    if (w.empty()) throw Error(fmt::format("{}: the wavelet has no samples", path));
+    if (w.size() > static_cast<std::size_t>(nt))
+        throw Error(fmt::format("{}: the wavelet has {} samples, more than time.nt = {}", path, w.size(), nt));
+    w.resize(static_cast<std::size_t>(nt), 0.0);
+    return w;
+}
+
+double add_noise(Traces& traces, const NoiseSpec& noise) {
+    if (!noise.enabled()) return 0;
+    double std_vm = noise.std_vm;
+    if (noise.snr_db > 0) {
+        double sum2 = 0;
+        std::size_t n = 0;
+        for (const auto& t : traces) {
+            for (double v : t.samples()) sum2 += v * v;
+            n += t.samples().size();
+        }
+        std_vm = n ? std::sqrt(sum2 / static_cast<double>(n)) / std::pow(10.0, noise.snr_db / 20) : 0;
+    }
+    for (std::size_t s = 0; s < traces.size(); ++s) {
+        std::seed_seq seq{static_cast<std::uint32_t>(noise.seed), static_cast<std::uint32_t>(noise.seed >> 32),
+                          static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(static_cast<std::uint64_t>(s) >> 32)};
+        std::mt19937_64 gen(seq);
+        std::normal_distribution<double> normal(0.0, 1.0);
+        for (double& v : traces[s].samples()) v += std_vm * normal(gen);
+    }
+    return std_vm;
 }
 
 std::string RunConfig::record(const std::vector<std::string>& overrides) const {
@@ -288,18 +473,15 @@ std::string RunConfig::record(const std::vector<std::string>& overrides) const {
     return text.str();
 }
 
-Model RunConfig::model() const { return Model::uniform(grid, eps_r, sigma, mu_r); }
-
 Survey RunConfig::survey() const {
     Survey s;
     s.dt = dt_s;
     s.nt = nt;
-    const auto w = ricker(nt, dt_s, wavelet_frequency_hz, wavelet_delay_s, wavelet_amplitude_a);
     for (const ShotSpec& spec : shots) {
         Shot shot;
         for (const Position& p : spec.sources) shot.sources.push_back({p, 1.0});
         shot.receivers = spec.receivers;
-        shot.wavelet = w;
+        shot.wavelet = wavelet;
         s.shots.push_back(std::move(shot));
     }
     return s;

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gprfwi/error.hpp"
 
@@ -106,6 +108,25 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     std::filesystem::rename(tmp, path);
 }
 
+/// The XDMF sidecar (same name, .xdmf) that lets ParaView open [nz][nx] float64 datasets of `h5`.
+void write_xdmf(const std::string& h5_path, const Grid& grid, const char* grid_name, const std::vector<std::string>& names) {
+    const std::string h5 = std::filesystem::path(h5_path).filename().string();
+    std::string xdmf = fmt::format(
+        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"{4}\" GridType=\"Uniform\">\n"
+        "   <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"{0} {1}\"/>\n"
+        "   <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
+        "    <DataItem Format=\"XML\" Dimensions=\"2\">0 0</DataItem>\n"
+        "    <DataItem Format=\"XML\" Dimensions=\"2\">{2} {3}</DataItem>\n   </Geometry>\n",
+        grid.nz, grid.nx, grid.dz, grid.dx, grid_name);
+    for (const std::string& name : names)
+        xdmf += fmt::format("   <Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+                            "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{1} {2}\">{3}:/{0}</DataItem>\n"
+                            "   </Attribute>\n",
+                            name, grid.nz, grid.nx, h5);
+    xdmf += "  </Grid>\n </Domain>\n</Xdmf>\n";
+    write_text_atomically(std::filesystem::path(h5_path).replace_extension(".xdmf").string(), xdmf);
+}
+
 }  // namespace
 
 void write_traces_h5(const std::string& path, const Survey& survey, const Traces& traces, const std::string& config) {
@@ -164,51 +185,177 @@ void write_gradient_h5(const std::string& path, const Grid& grid, double misfit,
         write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
         write_attribute(file, "config", config, path);
     });
-    const std::string h5 = std::filesystem::path(path).filename().string();
-    std::string xdmf = fmt::format(
-        "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"gradient\" GridType=\"Uniform\">\n"
-        "   <Topology TopologyType=\"2DCoRectMesh\" Dimensions=\"{0} {1}\"/>\n"
-        "   <Geometry GeometryType=\"ORIGIN_DXDY\">\n"
-        "    <DataItem Format=\"XML\" Dimensions=\"2\">0 0</DataItem>\n"
-        "    <DataItem Format=\"XML\" Dimensions=\"2\">{2} {3}</DataItem>\n   </Geometry>\n",
-        grid.nz, grid.nx, grid.dz, grid.dx);
-    for (const char* name : {"grad_eps_r", "grad_sigma"})
-        xdmf += fmt::format("   <Attribute Name=\"{0}\" AttributeType=\"Scalar\" Center=\"Node\">\n"
-                            "    <DataItem Format=\"HDF\" NumberType=\"Float\" Precision=\"8\" Dimensions=\"{1} {2}\">{3}:/{0}</DataItem>\n"
-                            "   </Attribute>\n",
-                            name, grid.nz, grid.nx, h5);
-    xdmf += "  </Grid>\n </Domain>\n</Xdmf>\n";
-    write_text_atomically(std::filesystem::path(path).replace_extension(".xdmf").string(), xdmf);
+    write_xdmf(path, grid, "gradient", {"grad_eps_r", "grad_sigma"});
 }
 
-Traces read_traces_h5(const std::string& path, const Survey& survey) {
+namespace {
+
+H5 open_read_only(const std::string& path) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    H5 file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, fmt::format("{}: cannot open as HDF5", path));
+    if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path));
+    return H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, fmt::format("{}: cannot open as HDF5", path));
+}
+
+std::vector<hsize_t> dataset_dims(hid_t set) {
+    H5 space(H5Dget_space(set), H5Sclose, "dataset has no dataspace");
+    const int rank = H5Sget_simple_extent_ndims(space);
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+    if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    return dims;
+}
+
+/// Reads the block [start, start + count) of a dataset as doubles.
+std::vector<double> read_block(hid_t set, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                               const std::string& what) {
+    H5 file_space(H5Dget_space(set), H5Sclose, what + ": no dataspace");
+    check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), what + ": bad block");
+    hsize_t n = 1;
+    for (hsize_t c : count) n *= c;
+    std::vector<double> out(n);
+    H5 mem_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose, what + ": memory space");
+    check(H5Dread(set, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, out.data()), what + ": cannot read");
+    return out;
+}
+
+double read_double_attribute(hid_t object, const char* name, const std::string& path) {
+    double v = 0;
+    H5 attr(H5Aopen(object, name, H5P_DEFAULT), H5Aclose, fmt::format("{}: no attribute {}", path, name));
+    check(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), fmt::format("{}: cannot read attribute {}", path, name));
+    return v;
+}
+
+}  // namespace
+
+Traces read_traces_h5(const std::string& path, const Survey& survey) {
+    std::vector<std::size_t> all(survey.shots.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return read_traces_h5(path, survey, all);
+}
+
+Traces read_traces_h5(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots) {
+    H5 file = open_read_only(path);
     H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
-    H5 space(H5Dget_space(set), H5Sclose, path + ": /traces has no dataspace");
-    if (H5Sget_simple_extent_ndims(space) != 3)
+    const auto dims = dataset_dims(set);
+    if (dims.size() != 3)
         throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
-    hsize_t dims[3];
-    H5Sget_simple_extent_dims(space, dims, nullptr);
     hsize_t max_rec = 0;
     for (const Shot& s : survey.shots) max_rec = std::max<hsize_t>(max_rec, s.receivers.size());
     if (dims[0] != survey.shots.size() || dims[1] != max_rec || dims[2] != static_cast<hsize_t>(survey.nt))
         throw SizeMismatch(fmt::format("{}: /traces is [{}][{}][{}], the survey needs [{}][{}][{}]", path, dims[0],
                                        dims[1], dims[2], survey.shots.size(), max_rec, survey.nt));
-    double dt = 0;
-    {
-        H5 attr(H5Aopen(file, "dt", H5P_DEFAULT), H5Aclose, fmt::format("{}: no attribute dt", path));
-        check(H5Aread(attr, H5T_NATIVE_DOUBLE, &dt), path + ": cannot read dt");
-    }
+    const double dt = read_double_attribute(file, "dt", path);
     if (std::abs(dt - survey.dt) > 1e-9 * survey.dt)
         throw SizeMismatch(fmt::format("{}: dt is {} s, the survey's is {} s", path, dt, survey.dt));
-    std::vector<double> data(dims[0] * dims[1] * dims[2]);
-    check(H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), path + ": cannot read /traces");
-    Traces out = make_traces(survey);
-    for (std::size_t s = 0; s < survey.shots.size(); ++s)
-        for (int r = 0; r < out[s].n_receivers(); ++r)
-            std::copy_n(data.begin() + static_cast<std::ptrdiff_t>((s * max_rec + r) * dims[2]), dims[2], out[s].receiver(r));
+    const bool has_positions = H5Lexists(file, "/receiver_positions", H5P_DEFAULT) > 0;
+    std::optional<H5> positions;
+    if (has_positions)
+        positions.emplace(H5Dopen2(file, "/receiver_positions", H5P_DEFAULT), H5Dclose, path + ": /receiver_positions");
+    Traces out;
+    for (std::size_t s : shots) {
+        const Shot& shot = survey.shots.at(s);
+        const hsize_t n_rec = shot.receivers.size();
+        out.emplace_back(static_cast<int>(n_rec), survey.nt);
+        if (n_rec == 0) continue;
+        const auto data = read_block(set, {s, 0, 0}, {1, n_rec, dims[2]}, path + ": /traces");
+        std::copy(data.begin(), data.end(), out.back().samples().begin());
+        for (std::size_t i = 0; i < data.size(); ++i)
+            if (!std::isfinite(data[i]))
+                throw Error(fmt::format("{}: /traces[{}][{}][{}] is {}; observed data must be finite", path, s,
+                                        i / dims[2], i % dims[2], data[i]));
+        if (!positions) continue;
+        const auto pos = read_block(*positions, {s, 0, 0}, {1, n_rec, 2}, path + ": /receiver_positions");
+        for (hsize_t r = 0; r < n_rec; ++r) {
+            const Position& p = shot.receivers[r];
+            if (std::abs(pos[2 * r] - p.x) > 1e-6 || std::abs(pos[2 * r + 1] - p.z) > 1e-6)
+                throw SizeMismatch(fmt::format("{}: shot {} receiver {} is at ({}, {}) m in the file, ({}, {}) m in the survey",
+                                               path, s, r, pos[2 * r], pos[2 * r + 1], p.x, p.z));
+        }
+    }
     return out;
+}
+
+void write_model_h5(const std::string& path, const Model& model, const std::string& config) {
+    model.validate();
+    const Grid& g = model.grid;
+    const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
+    write_atomically(path, [&](hid_t file) {
+        write_dataset(file, "/eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.eps_r.data(), path);
+        write_dataset(file, "/sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.sigma.data(), path);
+        write_dataset(file, "/mu_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.mu_r.data(), path);
+        write_attribute(file, "dx", g.dx, path);
+        write_attribute(file, "dz", g.dz, path);
+        write_attribute(file, "units", "eps_r, mu_r: relative (dimensionless); sigma: S/m; dx, dz: m; arrays [nz][nx], "
+                                       "node (iz, ix) at (x, z) = (ix dx, iz dz)", path);
+        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
+        write_attribute(file, "config", config, path);
+    });
+    write_xdmf(path, g, "model", {"eps_r", "sigma", "mu_r"});
+}
+
+Array2D read_model_array_h5(const std::string& path, const std::string& dataset, const Grid& grid) {
+    H5 file = open_read_only(path);
+    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw Error(fmt::format("{}: no dataset {}", path, name));
+    H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
+    {
+        H5 type(H5Dget_type(set), H5Tclose, path + ": no type");
+        if (H5Tget_class(type) != H5T_FLOAT && H5Tget_class(type) != H5T_INTEGER)
+            throw Error(fmt::format("{}: dataset {} is not numeric (float32 or float64 expected)", path, name));
+    }
+    const auto dims = dataset_dims(set);
+    if (dims.size() != 2 || dims[0] != static_cast<hsize_t>(grid.nz) || dims[1] != static_cast<hsize_t>(grid.nx))
+        throw SizeMismatch(fmt::format("{}: dataset {} has shape [{}], the grid needs [{}, {}] ([nz, nx])", path, name,
+                                       fmt::join(dims, ", "), grid.nz, grid.nx));
+    for (const auto& [attr, expect] : {std::pair{"dx", grid.dx}, std::pair{"dz", grid.dz}}) {
+        if (H5Aexists(file, attr) <= 0) continue;
+        const double v = read_double_attribute(file, attr, path);
+        if (std::abs(v - expect) > 1e-9 * expect)
+            throw SizeMismatch(fmt::format("{}: attribute {} is {} m, the grid's is {} m", path, attr, v, expect));
+    }
+    Array2D out(grid.nz, grid.nx);
+    const auto data = read_block(set, {0, 0}, dims, fmt::format("{}: {}", path, name));
+    std::copy(data.begin(), data.end(), out.data());
+    for (std::size_t i = 0; i < data.size(); ++i)
+        if (!std::isfinite(data[i]))
+            throw Error(fmt::format("{}: {}[{}][{}] is {}", path, name, i / dims[1], i % dims[1], data[i]));
+    return out;
+}
+
+bool h5_has_dataset(const std::string& path, const std::string& dataset) {
+    H5 file = open_read_only(path);
+    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+    return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+}
+
+std::vector<double> read_vector_h5(const std::string& path, const std::string& dataset, double dt) {
+    H5 file = open_read_only(path);
+    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw Error(fmt::format("{}: no dataset {}", path, name));
+    H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
+    const auto dims = dataset_dims(set);
+    if (dims.size() != 1) throw SizeMismatch(fmt::format("{}: dataset {} must be 1D, it has {} dimensions", path, name, dims.size()));
+    if (H5Aexists(set, "dt") > 0) {
+        const double file_dt = read_double_attribute(set, "dt", path + ":" + name);
+        if (std::abs(file_dt - dt) > 1e-9 * dt)
+            throw SizeMismatch(fmt::format("{}: {} has dt = {} s, time.dt is {} s", path, name, file_dt, dt));
+    }
+    auto v = read_block(set, {0}, dims, fmt::format("{}: {}", path, name));
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i])) throw Error(fmt::format("{}: {}[{}] is {}", path, name, i, v[i]));
+    return v;
+}
+
+void write_vector_h5(const std::string& path, const std::string& dataset, const std::vector<double>& values, double dt,
+                     const std::string& units, const std::string& config) {
+    write_atomically(path, [&](hid_t file) {
+        const std::string name = "/" + dataset;
+        write_dataset(file, name.c_str(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {values.size()}, values.data(), path);
+        H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, path + ": reopen " + name);
+        write_attribute(set, "dt", dt, path);
+        write_attribute(file, "units", units, path);
+        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
+        write_attribute(file, "config", config, path);
+    });
 }
 
 }  // namespace gprfwi

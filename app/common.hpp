@@ -1,0 +1,37 @@
+#pragma once
+// What the run-file commands share: their common options, loading the run
+// file on every rank, logging, and the output folder.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "gprfwi/config.hpp"
+
+namespace gprfwi::app {
+
+struct RunArgs {
+    std::string run_file;
+    std::vector<std::string> overrides;  // --set key.path=value
+    std::string output_dir;              // --output, overrides output.dir
+};
+
+/// Adds RUN.yaml (required or not), --set and --output to a command.
+void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required);
+
+/// The output folder: --output, else output.dir.
+std::string output_dir(const RunArgs& args, const RunConfig& c);
+
+/// Creates the output folder on the root rank (after the inputs are known
+/// good), collectively, so every rank learns if it failed.
+void make_output_dir(const std::string& dir);
+
+/// Logging: rank 0 logs at `level`; other ranks log warnings and errors only,
+/// each line tagged with the rank.
+void setup_logging(const std::string& level);
+
+/// "12.3 s", "4 min 05 s".
+std::string format_seconds(double s);
+
+}  // namespace gprfwi::app

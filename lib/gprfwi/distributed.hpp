@@ -1,0 +1,78 @@
+#pragma once
+// One rank's share of a survey: its shots (parallel::shots_of_rank), run in
+// batches on its propagator, with misfit and gradient summed over all ranks.
+// The same code runs with one rank and without MPI.
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "gprfwi/misfit.hpp"
+#include "gprfwi/model.hpp"
+#include "gprfwi/propagator.hpp"
+#include "gprfwi/survey.hpp"
+#include "gprfwi/traces.hpp"
+
+namespace gprfwi {
+
+/// A misfit that is a sum of per-shot terms, as every misfit of gprfwi is:
+/// what lets shots run on any rank and in any batch.
+class ShotMisfit {
+public:
+    virtual ~ShotMisfit() = default;
+    /// J_s of shot `shot` (index into the whole survey); writes dJ_s/d(synthetic)
+    /// into `adjoint` (same shape as `synthetic`).
+    virtual double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const = 0;
+};
+
+/// J_s = 1/2 sum (synthetic - observed)^2 against the observed traces of the
+/// listed shots (`observed[i]` belongs to shot `shots[i]`).
+class ShotL2Misfit final : public ShotMisfit {
+public:
+    ShotL2Misfit(std::vector<std::size_t> shots, Traces observed);
+    double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const override;
+    const ShotTraces& observed(std::size_t shot) const;
+
+private:
+    std::vector<std::size_t> shots_;
+    Traces observed_;
+};
+
+class DistributedRunner {
+public:
+    /// `options` must already be fixed survey-wide (fix_survey_wide_options),
+    /// so that each shot's traces do not depend on its rank or batch.
+    /// shots_per_batch 0 runs all of this rank's shots in one batch.
+    DistributedRunner(const Survey& survey, const PropagatorOptions& options, int shots_per_batch);
+
+    /// This rank's shots (indices into the survey), in order.
+    const std::vector<std::size_t>& shots() const { return shots_; }
+    const Survey& survey() const { return survey_; }
+    Propagator& propagator() { return *propagator_; }
+
+    /// Traces of this rank's shots (collective only in its failure check).
+    Traces forward(const Model& model);
+
+    /// The traces of every shot on the root rank (empty elsewhere), from each
+    /// rank's forward() result.
+    Traces gather(const Traces& local) const;
+
+    /// Misfit and gradient with respect to eps_r and sigma summed over all
+    /// ranks (identical on every rank); `synthetic` and `grad_wavelet` hold
+    /// this rank's shots only. Collective.
+    GradientResult gradient(const Model& model, const ShotMisfit& misfit);
+
+    /// Phases summed over the batches of the last call (this rank).
+    const RunTimings& timings() const { return timings_; }
+
+private:
+    Survey batch_survey(std::size_t first, std::size_t count) const;
+
+    Survey survey_;
+    std::vector<std::size_t> shots_;
+    int shots_per_batch_;
+    std::unique_ptr<Propagator> propagator_;
+    RunTimings timings_;
+};
+
+}  // namespace gprfwi

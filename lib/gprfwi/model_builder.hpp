@@ -1,0 +1,40 @@
+#pragma once
+// Models for synthetic studies: regions (layers, circles, rectangles,
+// polygons) painted over a background, and Gaussian smoothing (for starting
+// models and for conditioning gradients).
+
+#include <optional>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/model.hpp"
+#include "gprfwi/survey.hpp"
+
+namespace gprfwi {
+
+/// A region of the model with its own values; unset values keep what is there.
+struct ModelRegion {
+    enum class Kind { layer, circle, rectangle, polygon };
+    Kind kind = Kind::layer;
+    double top = 0, bottom = 1e300;  // layer: top <= z < bottom, m
+    Position center;                 // circle, m
+    double radius = 0;               // circle, m
+    Position from, to;               // rectangle: opposite corners, m
+    std::vector<Position> points;    // polygon vertices, m (even-odd rule)
+    std::optional<double> eps_r, sigma, mu_r;
+
+    /// Whether the point (x, z), in metres, lies inside (boundary included for
+    /// layers, circles and rectangles).
+    bool contains(double x, double z) const;
+};
+
+/// Paints each region over the model, in order (later regions win).
+void paint_regions(Model& model, const std::vector<ModelRegion>& regions);
+
+/// Gaussian smoothing with standard deviations sx and sz in nodes (0: none
+/// along that axis); the edges are extended by their edge value, so a constant
+/// array stays constant. The operator is symmetric when the array is interior
+/// only; use it for models and as a preconditioner.
+void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes);
+
+}  // namespace gprfwi

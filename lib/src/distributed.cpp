@@ -1,0 +1,167 @@
+#include "gprfwi/distributed.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include "gprfwi/error.hpp"
+#include "gprfwi/parallel.hpp"
+
+namespace gprfwi {
+
+ShotL2Misfit::ShotL2Misfit(std::vector<std::size_t> shots, Traces observed)
+    : shots_(std::move(shots)), observed_(std::move(observed)) {
+    if (shots_.size() != observed_.size())
+        throw SizeMismatch(fmt::format("ShotL2Misfit: {} shots but {} observed gathers", shots_.size(), observed_.size()));
+}
+
+const ShotTraces& ShotL2Misfit::observed(std::size_t shot) const {
+    const auto it = std::find(shots_.begin(), shots_.end(), shot);
+    if (it == shots_.end()) throw InvalidArgument(fmt::format("ShotL2Misfit: no observed data for shot {}", shot));
+    return observed_[static_cast<std::size_t>(it - shots_.begin())];
+}
+
+double ShotL2Misfit::evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const {
+    const ShotTraces& o = observed(shot);
+    if (o.samples().size() != synthetic.samples().size())
+        throw SizeMismatch(fmt::format("observed shot {} has {} samples, synthetic has {}", shot, o.samples().size(),
+                                       synthetic.samples().size()));
+    adjoint = synthetic;
+    double j = 0;
+    auto& r = adjoint.samples();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        r[i] -= o.samples()[i];
+        j += 0.5 * r[i] * r[i];
+    }
+    return j;
+}
+
+namespace {
+
+/// The batch's view of a ShotMisfit: local shot i is survey shot first + i... of the rank's list.
+class BatchMisfit final : public Misfit {
+public:
+    BatchMisfit(const ShotMisfit& m, const std::size_t* shots) : m_(m), shots_(shots) {}
+    double evaluate(const Traces& synthetic, Traces& adjoint) const override {
+        adjoint.resize(synthetic.size());
+        double j = 0;
+        for (std::size_t i = 0; i < synthetic.size(); ++i) j += m_.evaluate(shots_[i], synthetic[i], adjoint[i]);
+        return j;
+    }
+
+private:
+    const ShotMisfit& m_;
+    const std::size_t* shots_;
+};
+
+void add_timings(RunTimings& into, const RunTimings& t) {
+    into.setup_s += t.setup_s;
+    into.forward_s += t.forward_s;
+    into.adjoint_s += t.adjoint_s;
+    into.other_s += t.other_s;
+    into.level_storage = t.level_storage;
+}
+
+}  // namespace
+
+DistributedRunner::DistributedRunner(const Survey& survey, const PropagatorOptions& options, int shots_per_batch)
+    : survey_(survey),
+      shots_(parallel::shots_of_rank(survey.shots.size(), parallel::place().size, parallel::place().rank)),
+      shots_per_batch_(shots_per_batch) {
+    parallel::collectively([&] { propagator_ = make_propagator(options); });
+}
+
+Survey DistributedRunner::batch_survey(std::size_t first, std::size_t count) const {
+    Survey b;
+    b.dt = survey_.dt;
+    b.nt = survey_.nt;
+    for (std::size_t i = first; i < first + count; ++i) b.shots.push_back(survey_.shots[shots_[i]]);
+    return b;
+}
+
+Traces DistributedRunner::forward(const Model& model) {
+    Traces out;
+    timings_ = {};
+    parallel::collectively([&] {
+        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+        for (std::size_t first = 0; first < shots_.size(); first += per) {
+            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+            Traces t = propagator_->forward(model, b);
+            add_timings(timings_, propagator_->last_timings());
+            for (auto& s : t) out.push_back(std::move(s));
+        }
+    });
+    return out;
+}
+
+GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit& misfit) {
+    GradientResult total;
+    total.grad_eps_r = Array2D(model.grid.nz, model.grid.nx);
+    total.grad_sigma = Array2D(model.grid.nz, model.grid.nx);
+    timings_ = {};
+    parallel::collectively([&] {
+        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+        for (std::size_t first = 0; first < shots_.size(); first += per) {
+            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+            const BatchMisfit m(misfit, shots_.data() + first);
+            GradientResult g = propagator_->gradient(model, b, m);
+            add_timings(timings_, propagator_->last_timings());
+            total.misfit += g.misfit;
+            for (std::size_t i = 0; i < total.grad_eps_r.size(); ++i) {
+                total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
+                total.grad_sigma.data()[i] += g.grad_sigma.data()[i];
+            }
+            for (auto& s : g.synthetic) total.synthetic.push_back(std::move(s));
+            for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
+        }
+    });
+    // one reduction for misfit and both gradients
+    const std::size_t n = total.grad_eps_r.size();
+    std::vector<double> buffer(2 * n + 1);
+    std::copy_n(total.grad_eps_r.data(), n, buffer.begin());
+    std::copy_n(total.grad_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
+    buffer[2 * n] = total.misfit;
+    parallel::sum(buffer.data(), buffer.size());
+    std::copy_n(buffer.begin(), n, total.grad_eps_r.data());
+    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.grad_sigma.data());
+    total.misfit = buffer[2 * n];
+    return total;
+}
+
+Traces DistributedRunner::gather(const Traces& local) const {
+    const parallel::Place& p = parallel::place();
+    if (p.size == 1) return local;
+    // each rank's shots are a contiguous block, so rank order is shot order
+    std::vector<double> mine;
+    for (const auto& t : local) mine.insert(mine.end(), t.samples().begin(), t.samples().end());
+    // checked on every rank, so that no rank waits in a gather the root left
+    if (parallel::sum(static_cast<double>(mine.size())) > INT_MAX)
+        throw Error("gather: the survey's traces exceed 2^31 samples, too many for one MPI gather");
+    int n = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(p.size)), offsets(static_cast<std::size_t>(p.size));
+    MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<double> all;
+    if (p.rank == 0) {
+        long long total = 0;
+        for (int r = 0; r < p.size; ++r) {
+            offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
+            total += counts[static_cast<std::size_t>(r)];
+        }
+        all.resize(static_cast<std::size_t>(total));
+    }
+    const int rc = MPI_Gatherv(mine.data(), n, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
+                               MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) throw Error("gather: MPI_Gatherv failed");
+    if (p.rank != 0) return {};
+    Traces out = make_traces(survey_);
+    std::size_t at = 0;
+    for (auto& t : out) {
+        std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(at), t.samples().size(), t.samples().begin());
+        at += t.samples().size();
+    }
+    return out;
+}
+
+}  // namespace gprfwi

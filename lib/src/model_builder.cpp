@@ -1,0 +1,79 @@
+#include "gprfwi/model_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gprfwi {
+
+bool ModelRegion::contains(double x, double z) const {
+    switch (kind) {
+        case Kind::layer:
+            return z >= top && z < bottom;
+        case Kind::circle:
+            return std::hypot(x - center.x, z - center.z) <= radius;
+        case Kind::rectangle:
+            return x >= std::min(from.x, to.x) && x <= std::max(from.x, to.x) && z >= std::min(from.z, to.z) &&
+                   z <= std::max(from.z, to.z);
+        case Kind::polygon: {
+            bool inside = false;
+            for (std::size_t i = 0, j = points.size() - 1; i < points.size(); j = i++) {
+                const Position& a = points[i];
+                const Position& b = points[j];
+                if ((a.z > z) != (b.z > z) && x < (b.x - a.x) * (z - a.z) / (b.z - a.z) + a.x) inside = !inside;
+            }
+            return inside;
+        }
+    }
+    return false;
+}
+
+void paint_regions(Model& model, const std::vector<ModelRegion>& regions) {
+    const Grid& g = model.grid;
+    for (const ModelRegion& r : regions)
+        for (int iz = 0; iz < g.nz; ++iz)
+            for (int ix = 0; ix < g.nx; ++ix) {
+                if (!r.contains(ix * g.dx, iz * g.dz)) continue;
+                if (r.eps_r) model.eps_r(iz, ix) = *r.eps_r;
+                if (r.sigma) model.sigma(iz, ix) = *r.sigma;
+                if (r.mu_r) model.mu_r(iz, ix) = *r.mu_r;
+            }
+}
+
+namespace {
+
+std::vector<double> gaussian_kernel(double s) {
+    const int half = static_cast<int>(std::ceil(4 * s));
+    std::vector<double> k(2 * half + 1);
+    double sum = 0;
+    for (int i = -half; i <= half; ++i) sum += k[i + half] = std::exp(-0.5 * i * i / (s * s));
+    for (double& v : k) v /= sum;
+    return k;
+}
+
+/// Convolves `n` values spaced `stride` apart, edges extended.
+void convolve_line(double* v, int n, std::ptrdiff_t stride, const std::vector<double>& k, std::vector<double>& work) {
+    const int half = static_cast<int>(k.size() / 2);
+    work.resize(n);
+    for (int i = 0; i < n; ++i) work[i] = v[i * stride];
+    for (int i = 0; i < n; ++i) {
+        double acc = 0;
+        for (int j = -half; j <= half; ++j) acc += k[j + half] * work[std::clamp(i + j, 0, n - 1)];
+        v[i * stride] = acc;
+    }
+}
+
+}  // namespace
+
+void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes) {
+    std::vector<double> work;
+    if (sx_nodes > 0) {
+        const auto k = gaussian_kernel(sx_nodes);
+        for (int iz = 0; iz < a.nz(); ++iz) convolve_line(&a(iz, 0), a.nx(), 1, k, work);
+    }
+    if (sz_nodes > 0) {
+        const auto k = gaussian_kernel(sz_nodes);
+        for (int ix = 0; ix < a.nx(); ++ix) convolve_line(&a(0, ix), a.nz(), a.nx(), k, work);
+    }
+}
+
+}  // namespace gprfwi
