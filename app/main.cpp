@@ -1,5 +1,6 @@
 // gprfwi: ground-penetrating-radar full-waveform inversion.
-// Exit codes: 0 success; 2 bad usage or input; 1 any other failure.
+// Exit codes: 0 success; 2 bad usage or input; 3 stopped by SIGTERM/SIGUSR1
+// (invert: resume with --resume); 1 any other failure.
 // Runs alone or as `mpirun -np N gprfwi ...`: every rank reads the run file,
 // shots are split over the ranks, rank 0 writes the outputs.
 
@@ -10,6 +11,7 @@
 #include "common.hpp"
 #include "gprfwi/config.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/inversion.hpp"
 #include "gprfwi/parallel.hpp"
 
 namespace {
@@ -51,11 +53,15 @@ int main(int argc, char** argv) {
     gprfwi::app::add_check_command(app);
     gprfwi::app::add_gradient_command(app);
     gprfwi::app::add_info_command(app);
+    gprfwi::app::add_invert_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         const int code = gprfwi::parallel::is_root() ? app.exit(e) : e.get_exit_code();
         return code == 0 ? 0 : 2;
+    } catch (const gprfwi::StopRequested& e) {
+        if (gprfwi::parallel::is_root()) spdlog::warn("{}", e.what());
+        return 3;
     } catch (const gprfwi::parallel::RemoteFailure& e) {
         if (gprfwi::parallel::is_root()) spdlog::error("{}", e.what());
         return 1;

@@ -362,6 +362,72 @@ TEST(RunFile, ExampleRunFileIsTheBuiltInExample) {
     }
 }
 
+TEST(Campaign, InversionSectionIsReadAndChecked) {
+    const std::string base = std::string(kBase) + R"(data: {observed: obs.h5}
+inversion:
+  bounds: {eps_r: [2.0, 20.0], sigma: [1.0e-4, 0.05]}
+  misfit: envelope
+  stages:
+    - {name: low, max_frequency: 1.0e8, parameters: [eps_r], iterations: 5}
+    - {name: both, parameters: [eps_r, sigma], iterations: 7, min_relative_decrease: 0.01, max_seconds: 60}
+  regularization: {sigma: {tv: 0.5}}
+  taper: {radius: 0.05}
+  mask: [{type: rectangle, from: [0, 0], to: [0.98, 0.04]}]
+  petsc_options: "-tao_ls_type armijo"
+  save: {gradients: yes}
+)";
+    const Campaign c = load_campaign(write_run_file("campaign", base));
+    const InversionSpec& s = c.inversion;
+    EXPECT_EQ(s.eps_r_min, 2.0);
+    EXPECT_EQ(s.sigma_max, 0.05);
+    EXPECT_EQ(s.misfit, MisfitKind::envelope);
+    ASSERT_EQ(s.stages.size(), 2u);
+    EXPECT_TRUE(s.stages[0].invert_eps_r);
+    EXPECT_FALSE(s.stages[0].invert_sigma);
+    EXPECT_EQ(s.stages[0].max_frequency_hz, 1.0e8);
+    EXPECT_TRUE(s.stages[1].invert_sigma);
+    EXPECT_EQ(s.stages[1].iterations, 7);
+    EXPECT_EQ(s.regularize_sigma.tv, 0.5);
+    EXPECT_EQ(s.taper_points.size(), 2u);  // the source and the receiver
+    EXPECT_EQ(s.mask.size(), 1u);
+    EXPECT_TRUE(s.save_gradients);
+    EXPECT_EQ(s.petsc_options, "-tao_ls_type armijo");
+    // the run sections still read as a plain run file
+    EXPECT_EQ(load_run_config(write_run_file("campaign_as_run", base)).grid.nx, 50);
+
+    const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+        {{"inversion.bounds.eps_r=[5, 2]"}, "inversion.bounds.eps_r: expected lower < upper, got [5, 2]"},
+        {{"inversion.bounds.sigma=[0, 0.1]"}, "inversion.bounds.sigma[0]: expected a number in (0, 10000], got 0"},
+        {{"inversion.misfit=l1"}, "inversion.misfit: expected one of l2, normalized, envelope, got 'l1' (did you mean 'l2'?)"},
+        {{"inversion.stages=[{name: a, parameters: [eps], iterations: 3}]"}, "inversion.stages[0].parameters[0]: expected one of eps_r, sigma, got 'eps'"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r, eps_r], iterations: 3}]"}, "'eps_r' is listed twice"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r]}]"}, "inversion.stages[0]: missing key 'iterations'"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, max_frequency: 2.0e10}]"}, "is not below the Nyquist frequency"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3}, {name: a, parameters: [sigma], iterations: 3}]"}, "'a' names stage 1 too"},
+        {{"inversion.stages=[{name: 'a b', parameters: [eps_r], iterations: 3}]"}, "expected a name without spaces"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, iteration: 4}]"}, "inversion.stages[0].iteration: unknown key (did you mean 'iterations'?)"},
+        {{"inversion.stages=[]"}, "inversion.stages: expected a non-empty list of stages"},
+        {{"inversion.save.models=maybe"}, "inversion.save.models: expected true or false, got 'maybe'"},
+        {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
+        {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
+        {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},
+    };
+    for (const auto& [overrides, expected] : bad) {
+        try {
+            load_campaign(write_run_file("campaign", base), overrides);
+            ADD_FAILURE() << "no error for " << overrides[0];
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+        }
+    }
+    try {  // a campaign without observed data
+        load_campaign(write_run_file("campaign_no_data", replaced(base, "data: {observed: obs.h5}\n", "")));
+        ADD_FAILURE() << "no error without data.observed";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("an inversion needs observed data"), std::string::npos) << e.what();
+    }
+}
+
 TEST(RunFile, MissingFileIsReported) {
     try {
         load_run_config("/nonexistent/run.yaml");

@@ -11,6 +11,7 @@
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/grid.hpp"
+#include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/model_builder.hpp"
 #include "gprfwi/propagator.hpp"
@@ -70,6 +71,14 @@ struct RunConfig {
 /// Throws ConfigError (file:line:col, key path, what was expected) or, for a
 /// file that cannot be read or parsed, ConfigError with the parser's position.
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// A run file with an `inversion` section (docs/configuration.md): the run
+/// sections describe the starting model, the survey and the observed data.
+struct Campaign {
+    RunConfig run;
+    InversionSpec inversion;
+};
+Campaign load_campaign(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// The allowed word closest to `word` (edit distance at most 2), or "".
 std::string closest_word(const std::string& word, const std::vector<std::string>& allowed);

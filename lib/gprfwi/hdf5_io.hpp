@@ -3,6 +3,7 @@
 // the same folder and is renamed when complete, so a file is never half-written.
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,20 @@ Traces read_traces_h5(const std::string& path, const Survey& survey);
 /// shot's receiver positions against the file's (1 um) and that samples are finite.
 Traces read_traces_h5(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots);
 
+/// Extra root attributes of a model file (checkpoints).
+struct H5Attributes {
+    std::map<std::string, double> numbers;
+    std::map<std::string, std::string> texts;
+};
+
 /// Writes a model: /eps_r, /sigma, /mu_r [nz][nx] float64, attributes dx, dz
 /// (m), units, gprfwi_version, config; and its XDMF sidecar.
 void write_model_h5(const std::string& path, const Model& model, const std::string& config);
+void write_model_h5(const std::string& path, const Model& model, const std::string& config, const H5Attributes& extra);
+
+/// Reads a model file (mu_r 1 where absent), checked against the grid; fills
+/// the attributes named in `attributes` (each must exist).
+Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* attributes = nullptr);
 
 /// One [nz][nx] dataset of a model file (float32/float64/integer), checked
 /// against the grid's shape and, where the file has them, its dx and dz attributes.

@@ -94,6 +94,43 @@ void check_region_has_values(const Reader& r, const YAML::Node& n, const std::st
     if (!m.eps_r && !m.sigma && !m.mu_r) r.fail(n, path, "expected at least one of eps_r, sigma, mu_r");
 }
 
+ModelRegion read_shape(const YAML::Node& n, const Reader& r, const std::string& path, bool with_values) {
+    const auto point = [&](const YAML::Node& p, const std::string& where) {
+        if (!p.IsSequence() || p.size() != 2) r.fail(p, where, "expected a point [x, z] in metres");
+        return Position{r.number(p[0], where + "[0]", -1e30, 1e30), r.number(p[1], where + "[1]", -1e30, 1e30)};
+    };
+    if (!n.IsMap()) r.fail(n, path, "expected a shape {type: circle | rectangle | polygon, ...}");
+    const std::string type = r.text(r.required(n, path, "type"), path + ".type", {"circle", "rectangle", "polygon"});
+    std::vector<std::string> keys;
+    if (type == "circle") keys = {"type", "center", "radius"};
+    else if (type == "rectangle") keys = {"type", "from", "to"};
+    else keys = {"type", "points"};
+    if (with_values) keys.insert(keys.end(), {"eps_r", "sigma", "mu_r"});
+    r.map(n, path, keys);
+    ModelRegion m;
+    if (type == "circle") {
+        m.kind = ModelRegion::Kind::circle;
+        m.center = point(r.required(n, path, "center"), path + ".center");
+        m.radius = r.number(r.required(n, path, "radius"), path + ".radius", 0, 1e30, true);
+    } else if (type == "rectangle") {
+        m.kind = ModelRegion::Kind::rectangle;
+        m.from = point(r.required(n, path, "from"), path + ".from");
+        m.to = point(r.required(n, path, "to"), path + ".to");
+    } else {
+        m.kind = ModelRegion::Kind::polygon;
+        const YAML::Node pts = r.required(n, path, "points");
+        if (!pts.IsSequence() || pts.size() < 3) r.fail(pts, path + ".points", "expected at least 3 points [[x, z], ...]");
+        for (std::size_t k = 0; k < pts.size(); ++k) m.points.push_back(point(pts[k], fmt::format("{}.points[{}]", path, k)));
+    }
+    if (with_values) {
+        m.eps_r = optional_value(n, r, path, kParameters[0]);
+        m.sigma = optional_value(n, r, path, kParameters[1]);
+        m.mu_r = optional_value(n, r, path, kParameters[2]);
+        check_region_has_values(r, n, path, m);
+    }
+    return m;
+}
+
 void read_model(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node model = r.required(root, "", "model");
     r.map(model, "model", {"file", "eps_r", "sigma", "mu_r", "layers", "shapes", "smoothing"});
@@ -160,39 +197,8 @@ void read_model(const YAML::Node& root, const Reader& r, RunConfig& c) {
     }
     if (const YAML::Node shapes = model["shapes"]) {
         if (!shapes.IsSequence()) r.fail(shapes, "model.shapes", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
-        const auto point = [&](const YAML::Node& n, const std::string& path) {
-            if (!n.IsSequence() || n.size() != 2) r.fail(n, path, "expected a point [x, z] in metres");
-            return Position{r.number(n[0], path + "[0]", -1e30, 1e30), r.number(n[1], path + "[1]", -1e30, 1e30)};
-        };
-        for (std::size_t i = 0; i < shapes.size(); ++i) {
-            const std::string path = fmt::format("model.shapes[{}]", i);
-            const YAML::Node n = shapes[i];
-            if (!n.IsMap()) r.fail(n, path, "expected a shape {type: circle | rectangle | polygon, ...}");
-            const std::string type = r.text(r.required(n, path, "type"), path + ".type", {"circle", "rectangle", "polygon"});
-            ModelRegion m;
-            if (type == "circle") {
-                r.map(n, path, {"type", "center", "radius", "eps_r", "sigma", "mu_r"});
-                m.kind = ModelRegion::Kind::circle;
-                m.center = point(r.required(n, path, "center"), path + ".center");
-                m.radius = r.number(r.required(n, path, "radius"), path + ".radius", 0, 1e30, true);
-            } else if (type == "rectangle") {
-                r.map(n, path, {"type", "from", "to", "eps_r", "sigma", "mu_r"});
-                m.kind = ModelRegion::Kind::rectangle;
-                m.from = point(r.required(n, path, "from"), path + ".from");
-                m.to = point(r.required(n, path, "to"), path + ".to");
-            } else {
-                r.map(n, path, {"type", "points", "eps_r", "sigma", "mu_r"});
-                m.kind = ModelRegion::Kind::polygon;
-                const YAML::Node pts = r.required(n, path, "points");
-                if (!pts.IsSequence() || pts.size() < 3) r.fail(pts, path + ".points", "expected at least 3 points [[x, z], ...]");
-                for (std::size_t k = 0; k < pts.size(); ++k) m.points.push_back(point(pts[k], fmt::format("{}.points[{}]", path, k)));
-            }
-            m.eps_r = optional_value(n, r, path, kParameters[0]);
-            m.sigma = optional_value(n, r, path, kParameters[1]);
-            m.mu_r = optional_value(n, r, path, kParameters[2]);
-            check_region_has_values(r, n, path, m);
-            regions.push_back(m);
-        }
+        for (std::size_t i = 0; i < shapes.size(); ++i)
+            regions.push_back(read_shape(shapes[i], r, fmt::format("model.shapes[{}]", i), true));
         summary += fmt::format(", {} shape(s)", shapes.size());
     }
     paint_regions(c.model, regions);
@@ -383,6 +389,116 @@ void read_rest(const YAML::Node& root, const Reader& r, RunConfig& c) {
     }
 }
 
+std::pair<double, double> read_bounds(const YAML::Node& n, const Reader& r, const std::string& path, double lo, double hi,
+                                      bool lo_open) {
+    if (!n.IsSequence() || n.size() != 2) r.fail(n, path, "expected bounds [lower, upper]");
+    const double a = r.number(n[0], path + "[0]", lo, hi, lo_open), b = r.number(n[1], path + "[1]", lo, hi, lo_open);
+    if (b <= a) r.fail(n, path, fmt::format("expected lower < upper, got [{}, {}]", a, b));
+    return {a, b};
+}
+
+RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, const std::string& path) {
+    r.map(n, path, {"tikhonov", "tv", "tv_beta"});
+    RegularizationSpec s;
+    if (n["tikhonov"]) s.tikhonov = r.number(n["tikhonov"], path + ".tikhonov", 0, 1e30);
+    if (n["tv"]) s.tv = r.number(n["tv"], path + ".tv", 0, 1e30);
+    if (n["tv_beta"]) s.tv_beta = r.number(n["tv_beta"], path + ".tv_beta", 0, 1e30, true);
+    return s;
+}
+
+InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
+    const YAML::Node inv = r.required(root, "", "inversion");
+    const std::string p = "inversion";
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "taper", "save",
+                   "true_model"});
+    InversionSpec s;
+    if (const YAML::Node b = inv["bounds"]) {
+        r.map(b, p + ".bounds", {"eps_r", "sigma"});
+        if (b["eps_r"]) std::tie(s.eps_r_min, s.eps_r_max) = read_bounds(b["eps_r"], r, p + ".bounds.eps_r", 1, 1000, false);
+        if (b["sigma"]) std::tie(s.sigma_min, s.sigma_max) = read_bounds(b["sigma"], r, p + ".bounds.sigma", 0, 1e4, true);
+    }
+    if (inv["misfit"]) s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "envelope"}));
+    const YAML::Node stages = r.required(inv, p, "stages");
+    if (!stages.IsSequence() || stages.size() == 0) r.fail(stages, p + ".stages", "expected a non-empty list of stages");
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const std::string sp = fmt::format("{}.stages[{}]", p, i);
+        const YAML::Node n = stages[i];
+        r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
+                      "gradient_tolerance", "max_seconds", "max_evaluations"});
+        StageSpec st;
+        st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
+        if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
+            r.fail(n["name"], sp + ".name", "expected a name without spaces, commas, quotes or slashes");
+        for (std::size_t k = 0; k < s.stages.size(); ++k)
+            if (s.stages[k].name == st.name) r.fail(n["name"], sp + ".name", fmt::format("'{}' names stage {} too", st.name, k + 1));
+        if (n["max_frequency"]) {
+            st.max_frequency_hz = r.number(n["max_frequency"], sp + ".max_frequency", 0, 1e13, true);
+            if (st.max_frequency_hz >= 0.5 / c.dt_s)
+                r.fail(n["max_frequency"], sp + ".max_frequency", fmt::format("{} Hz is not below the Nyquist frequency {} Hz of time.dt", st.max_frequency_hz, 0.5 / c.dt_s));
+        }
+        const YAML::Node params = r.required(n, sp, "parameters");
+        if (!params.IsSequence() || params.size() == 0) r.fail(params, sp + ".parameters", "expected a list of parameters, from eps_r and sigma");
+        st.invert_eps_r = st.invert_sigma = false;
+        for (std::size_t k = 0; k < params.size(); ++k) {
+            const std::string name = r.text(params[k], fmt::format("{}.parameters[{}]", sp, k), {"eps_r", "sigma"});
+            bool& flag = name == "eps_r" ? st.invert_eps_r : st.invert_sigma;
+            if (flag) r.fail(params[k], fmt::format("{}.parameters[{}]", sp, k), "'" + name + "' is listed twice");
+            flag = true;
+        }
+        st.iterations = static_cast<int>(r.integer(r.required(n, sp, "iterations"), sp + ".iterations", 1, 100000));
+        if (n["min_relative_decrease"]) st.min_relative_decrease = r.number(n["min_relative_decrease"], sp + ".min_relative_decrease", 0, 1);
+        if (n["decrease_window"]) st.decrease_window = static_cast<int>(r.integer(n["decrease_window"], sp + ".decrease_window", 1, 1000));
+        if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
+        if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
+        if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
+        s.stages.push_back(st);
+    }
+    if (const YAML::Node reg = inv["regularization"]) {
+        r.map(reg, p + ".regularization", {"eps_r", "sigma"});
+        if (reg["eps_r"]) s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
+        if (reg["sigma"]) s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
+    }
+    if (const YAML::Node sc = inv["scaling"]) {
+        r.map(sc, p + ".scaling", {"eps_r", "sigma"});
+        if (sc["eps_r"]) s.scale_eps_r = r.number(sc["eps_r"], p + ".scaling.eps_r", 0, 1e6, true);
+        if (sc["sigma"]) s.scale_sigma = r.number(sc["sigma"], p + ".scaling.sigma", 0, 1e6, true);
+    }
+    if (const YAML::Node cal = inv["calibration"]) {
+        r.map(cal, p + ".calibration", {"eps_r_step", "sigma_step"});
+        if (cal["eps_r_step"]) s.calibration_eps_r_step = r.number(cal["eps_r_step"], p + ".calibration.eps_r_step", 0, 10, true);
+        if (cal["sigma_step"]) s.calibration_sigma_step = r.number(cal["sigma_step"], p + ".calibration.sigma_step", 0, 10, true);
+    }
+    if (inv["petsc_options"]) s.petsc_options = r.text(inv["petsc_options"], p + ".petsc_options");
+    if (const YAML::Node mask = inv["mask"]) {
+        if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
+        for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));
+    }
+    if (const YAML::Node taper = inv["taper"]) {
+        r.map(taper, p + ".taper", {"radius"});
+        s.taper_radius_m = r.number(r.required(taper, p + ".taper", "radius"), p + ".taper.radius", 0, 1e30);
+        for (const ShotSpec& shot : c.shots) {
+            s.taper_points.insert(s.taper_points.end(), shot.sources.begin(), shot.sources.end());
+            s.taper_points.insert(s.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
+        }
+    }
+    if (const YAML::Node save = inv["save"]) {
+        r.map(save, p + ".save", {"models", "gradients"});
+        if (save["models"]) s.save_models = r.boolean(save["models"], p + ".save.models");
+        if (save["gradients"]) s.save_gradients = r.boolean(save["gradients"], p + ".save.gradients");
+    }
+    if (inv["true_model"]) {
+        s.true_model = r.resolve(r.text(inv["true_model"], p + ".true_model"));
+        try {
+            read_model_array_h5(s.true_model, "eps_r", c.grid);
+            read_model_array_h5(s.true_model, "sigma", c.grid);
+        } catch (const Error& e) {
+            r.fail(inv["true_model"], p + ".true_model", e.what());
+        }
+    }
+    if (c.observed.empty()) r.fail(root, "data.observed", "an inversion needs observed data (data.observed)");
+    return s;
+}
+
 }  // namespace
 
 RunConfig read_run_sections(const YAML::Node& root, const Reader& r, const std::vector<std::string>& extra_top_keys) {
@@ -406,6 +522,15 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
     const detail::LoadedYaml y = detail::load_yaml(path, overrides);
     const detail::Reader r(path, y.overridden);
     return detail::read_run_sections(y.root, r, {"inversion"});
+}
+
+Campaign load_campaign(const std::string& path, const std::vector<std::string>& overrides) {
+    const detail::LoadedYaml y = detail::load_yaml(path, overrides);
+    const detail::Reader r(path, y.overridden);
+    Campaign c;
+    c.run = detail::read_run_sections(y.root, r, {"inversion"});
+    c.inversion = detail::read_inversion(y.root, r, c.run);
+    return c;
 }
 
 std::vector<double> read_wavelet_file(const std::string& path, const std::string& dataset, double dt, int nt) {

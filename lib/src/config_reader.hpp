@@ -91,6 +91,15 @@ public:
         fail(n, path, fmt::format("expected an integer in [{}, {}], got '{}'", lo, hi, n.IsScalar() ? n.Scalar() : "a non-scalar"));
     }
 
+    bool boolean(const YAML::Node& n, const std::string& path) const {
+        if (n.IsScalar()) {
+            const std::string v = n.Scalar();
+            if (v == "true" || v == "yes" || v == "on") return true;
+            if (v == "false" || v == "no" || v == "off") return false;
+        }
+        fail(n, path, fmt::format("expected true or false, got '{}'", n.IsScalar() ? n.Scalar() : "a non-scalar"));
+    }
+
     std::string text(const YAML::Node& n, const std::string& path, const std::vector<std::string>& choices = {}) const {
         if (!n.IsScalar()) fail(n, path, "expected a string");
         const std::string v = n.Scalar();

@@ -275,6 +275,10 @@ Traces read_traces_h5(const std::string& path, const Survey& survey, const std::
 }
 
 void write_model_h5(const std::string& path, const Model& model, const std::string& config) {
+    write_model_h5(path, model, config, {});
+}
+
+void write_model_h5(const std::string& path, const Model& model, const std::string& config, const H5Attributes& extra) {
     model.validate();
     const Grid& g = model.grid;
     const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
@@ -288,6 +292,8 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
                                        "node (iz, ix) at (x, z) = (ix dx, iz dz)", path);
         write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
         write_attribute(file, "config", config, path);
+        for (const auto& [name, value] : extra.numbers) write_attribute(file, name.c_str(), value, path);
+        for (const auto& [name, value] : extra.texts) write_attribute(file, name.c_str(), value, path);
     });
     write_xdmf(path, g, "model", {"eps_r", "sigma", "mu_r"});
 }
@@ -356,6 +362,32 @@ void write_vector_h5(const std::string& path, const std::string& dataset, const 
         write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
         write_attribute(file, "config", config, path);
     });
+}
+
+Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* attributes) {
+    Model m;
+    m.grid = grid;
+    m.eps_r = read_model_array_h5(path, "eps_r", grid);
+    m.sigma = read_model_array_h5(path, "sigma", grid);
+    m.mu_r = h5_has_dataset(path, "mu_r") ? read_model_array_h5(path, "mu_r", grid) : Array2D(grid.nz, grid.nx, 1.0);
+    if (!attributes) return m;
+    H5 file = open_read_only(path);
+    for (auto& [name, value] : attributes->numbers) {
+        if (H5Aexists(file, name.c_str()) <= 0) throw Error(fmt::format("{}: no attribute {}", path, name));
+        value = read_double_attribute(file, name.c_str(), path);
+    }
+    for (auto& [name, value] : attributes->texts) {
+        if (H5Aexists(file, name.c_str()) <= 0) throw Error(fmt::format("{}: no attribute {}", path, name));
+        H5 attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, fmt::format("{}: attribute {}", path, name));
+        H5 type(H5Aget_type(attr), H5Tclose, path + ": attribute type");
+        if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) > 0)
+            throw Error(fmt::format("{}: attribute {} is not a fixed-length string", path, name));
+        std::string text(H5Tget_size(type), '\0');
+        check(H5Aread(attr, type, text.data()), fmt::format("{}: cannot read attribute {}", path, name));
+        if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
+        value = text;
+    }
+    return m;
 }
 
 }  // namespace gprfwi

@@ -1,0 +1,135 @@
+// `gprfwi invert CAMPAIGN.yaml [--resume]`: the inversion campaign of
+// docs/inversion.md. Every rank reads the campaign and the observed traces of
+// its own shots; PETSc TAO drives the stages; rank 0 writes history.csv, the
+// models, the checkpoint and model_final.h5. SIGTERM or SIGUSR1 finish the
+// evaluation in flight and exit with code 3; --resume continues.
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "gprfwi/config.hpp"
+#include "gprfwi/cuda_backend.hpp"
+#include "gprfwi/distributed.hpp"
+#include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/parallel.hpp"
+#include "gprfwi/versions.hpp"
+
+namespace gprfwi::app {
+
+namespace {
+
+struct InvertArgs {
+    RunArgs run;
+    bool resume = false;
+    std::string petsc_options;
+    std::vector<std::string> extras;  // -tao_* and other PETSc options
+};
+
+/// What the run records at its start: versions, ranks and devices, options, the campaign.
+std::string run_record(const Campaign& c, const std::string& petsc_options, const std::string& config_text,
+                       const std::string& backend) {
+    const parallel::Place& p = parallel::place();
+    std::string device = backend;
+    if (backend == "cuda") {
+        const auto names = cuda_device_names();
+        const int d = c.run.propagator.device >= 0 ? c.run.propagator.device : default_cuda_device();
+        device = fmt::format("cuda GPU {} ({})", d, d < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(d)] : "?");
+    }
+    const auto devices = parallel::gather(fmt::format("rank {} on {}: {}", p.rank, p.host, device));
+    std::string s = fmt::format("gprfwi {} (git {})\n", GPRFWI_VERSION, GPRFWI_GIT_REVISION);
+    for (const auto& [name, version] : library_versions()) s += fmt::format("{}: {}\n", name, version);
+    s += fmt::format("PETSc: {}\nPETSc options: {}\nranks: {}\n", petsc_version(), petsc_options.empty() ? "(none)" : petsc_options, p.size);
+    for (const auto& d : devices) s += d + "\n";
+    s += "campaign (" + c.run.file + "):\n" + config_text + "\n";
+    return s;
+}
+
+void run_invert(const InvertArgs& a) {
+    const Campaign c = load_campaign(a.run.run_file, a.run.overrides);
+    const RunConfig& run = c.run;
+    const InversionSpec& spec = c.inversion;
+    const Survey survey = run.survey();
+    const PropagatorOptions opt = fix_survey_wide_options(run.propagator, run.model, survey);
+    {
+        // the time stepping is planned per evaluation; say when the bounds would change it
+        const TimeStepping now = plan_time_stepping(run.model, survey, opt.stencil_order, opt.allow_substeps);
+        const double min_mu = *std::min_element(run.model.mu_r.values().begin(), run.model.mu_r.values().end());
+        const TimeStepping fastest = plan_time_stepping(run.grid, spec.eps_r_min * min_mu, run.dt_s, run.nt, opt.stencil_order, true);
+        if (fastest.ratio != now.ratio)
+            spdlog::warn("time.dt {} s needs {} internal step(s) at the lower eps_r bound {} but {} for the starting "
+                         "model: the number of sub-steps may change during the inversion; a smaller time.dt avoids it",
+                         run.dt_s, fastest.ratio, spec.eps_r_min, now.ratio);
+    }
+    DistributedRunner runner(survey, opt, run.shots_per_batch);
+    Traces observed;
+    parallel::collectively([&] { observed = read_traces_h5(run.observed, survey, runner.shots()); });
+    FwiObjective objective(runner, std::move(observed), spec.misfit);
+
+    std::string petsc_options = spec.petsc_options;
+    for (const std::string& s : {a.petsc_options}) petsc_options += (petsc_options.empty() ? "" : " ") + s;
+    for (const std::string& s : a.extras) petsc_options += (petsc_options.empty() ? "" : " ") + s;
+    PetscSession petsc(petsc_options);
+    install_stop_signal_handlers();
+
+    const std::string dir = output_dir(a.run, run);
+    make_output_dir(dir);
+    const std::string config_text = run.record(a.run.overrides);
+    const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        const auto path = std::filesystem::path(dir) / (a.resume ? "run-info-resume.txt" : "run-info.txt");
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        if (!f) throw Error(fmt::format("{}: cannot create the file", path.string()));
+        std::fputs(record.c_str(), f);
+        std::fclose(f);
+    });
+    spdlog::info("{}: {} x {} nodes, {} shots over {} rank(s), backend {}, misfit {}, {} stage(s); output {}", run.file,
+                 run.grid.nx, run.grid.nz, survey.shots.size(), parallel::place().size, runner.propagator().name(),
+                 to_string(spec.misfit), spec.stages.size(), dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    const InversionResult r = invert(run.model, spec, objective, dir, config_text, a.resume);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.history.empty()) {
+        const HistoryRow& first = r.history.front();
+        const HistoryRow& last = r.history.back();
+        spdlog::info("done in {}: {} iterations in all; last stage's misfit fell to {:.4g} of its start", format_seconds(seconds),
+                     r.history.size(), last.misfit_relative);
+        if (first.stage == last.stage || spec.stages.front().max_frequency_hz == 0)
+            spdlog::info("misfit {:.6g} -> {:.6g} ({:.1f}% lower)", first.misfit, last.misfit, 100 * (1 - last.misfit / first.misfit));
+        if (first.error_eps_r >= 0)
+            spdlog::info("model error (relative L2 against inversion.true_model): eps_r {:.4f} -> {:.4f} ({:.1f}% lower), "
+                         "sigma {:.4f} -> {:.4f} ({:.1f}% lower)",
+                         first.error_eps_r, last.error_eps_r, 100 * (1 - last.error_eps_r / first.error_eps_r), first.error_sigma,
+                         last.error_sigma, 100 * (1 - last.error_sigma / first.error_sigma));
+    }
+    spdlog::info("wrote {}/history.csv, {}/model_final.h5 (+ .xdmf){}", dir, dir, spec.save_models ? ", models/" : "");
+}
+
+}  // namespace
+
+void add_invert_command(CLI::App& app) {
+    auto a = std::make_shared<InvertArgs>();
+    CLI::App* cmd = app.add_subcommand("invert", "Invert observed data for eps_r and sigma (PETSc TAO), stage by stage");
+    add_run_options(*cmd, a->run, true);
+    cmd->add_flag("--resume", a->resume, "Continue from OUTPUT/checkpoint.h5 (after a stop or a crash)");
+    cmd->add_option("--petsc-options", a->petsc_options, "PETSc options, e.g. \"-tao_type lmvm -tao_ls_type armijo\"");
+    cmd->allow_extras();  // -tao_* options may also be given as they are
+    cmd->callback([a, cmd] {
+        a->extras = cmd->remaining();
+        if (!a->extras.empty() && a->extras.front().rfind("-", 0) != 0)
+            throw ConfigError(fmt::format("unexpected argument '{}' (PETSc options start with -)", a->extras.front()));
+        run_invert(*a);
+    });
+}
+
+}  // namespace gprfwi::app

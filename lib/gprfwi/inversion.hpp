@@ -1,0 +1,144 @@
+#pragma once
+// Inversion campaigns: stages of PETSc TAO bound-constrained optimisation
+// (BLMVM by default) over eps_r and sigma. The objective is anything that
+// returns a data misfit and its gradient for a model (FWI over MPI ranks, or
+// an analytic function in tests); this file owns the scaling, bounds, frozen
+// parameters, masks, regularisation, stopping rules, history, checkpoints and
+// resuming.
+
+#include <csignal>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/data_misfits.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/model.hpp"
+#include "gprfwi/model_builder.hpp"
+
+namespace gprfwi {
+
+struct StageSpec {
+    std::string name;
+    double max_frequency_hz = 0;  // low-pass cut-off of observed and synthetic data; 0: none
+    bool invert_eps_r = true, invert_sigma = false;
+    int iterations = 20;                // accepted iterations at most
+    double min_relative_decrease = 0;   // stop when J fell less than this (relative) over `decrease_window` iterations; 0: off
+    int decrease_window = 3;
+    double gradient_tolerance = 0;      // stop when |g| < tol |g0| (TAO's gttol); 0: off
+    double max_seconds = 0;             // wall-time budget of the stage; 0: none
+    int max_evaluations = 0;            // 0: 4 x iterations + 10
+};
+
+struct RegularizationSpec {
+    double tikhonov = 0;       // weight of the smoothness term
+    double tv = 0;             // weight of the total-variation term
+    double tv_beta = 1e-2;     // per metre
+};
+
+struct InversionSpec {
+    double eps_r_min = 1, eps_r_max = 100;      // bounds, physical units
+    double sigma_min = 1e-6, sigma_max = 1.0;   // S/m; > 0 (sigma is optimised as log)
+    std::vector<StageSpec> stages;
+    MisfitKind misfit = MisfitKind::l2;
+    RegularizationSpec regularize_eps_r, regularize_sigma;
+    /// Change of eps_r, and of ln(sigma), per unit of the optimisation
+    /// variable; 0: calibrated at the start of each stage so that a unit
+    /// gradient step changes eps_r by `calibration_eps_r_step` (relative) and
+    /// ln(sigma) by `calibration_sigma_step` at the most sensitive node.
+    double scale_eps_r = 0, scale_sigma = 0;
+    double calibration_eps_r_step = 0.05, calibration_sigma_step = 0.2;
+    std::string petsc_options;          // e.g. "-tao_type blmvm -tao_ls_type more-thuente"
+    std::vector<ModelRegion> mask;      // regions that must not change (air, boreholes)
+    /// Taper around sources and receivers (`taper_points`, m): the update of a
+    /// node at distance r < taper_radius_m is scaled by sin^2(pi r / (2 R)),
+    /// which damps the source and receiver imprint. Applied as a diagonal
+    /// change of variables, so TAO still sees an exact gradient.
+    double taper_radius_m = 0;
+    std::vector<Position> taper_points;
+    bool save_models = true, save_gradients = false;
+    std::string true_model;             // HDF5 model for synthetic studies: model errors in the history
+};
+
+/// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d
+/// sigma per S/m) for a stage's data. Collective: every rank calls it with
+/// the same model and gets the same result.
+class InversionObjective {
+public:
+    virtual ~InversionObjective() = default;
+    virtual double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) = 0;
+};
+
+class DistributedRunner;
+
+/// Full-waveform inversion's objective: the stage's misfit of band-limited
+/// data over this rank's shots, summed over the ranks, through the runner's
+/// propagator (DistributedRunner::gradient).
+class FwiObjective final : public InversionObjective {
+public:
+    /// `observed` holds the traces of runner.shots(), in order.
+    FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind);
+    double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
+
+private:
+    DistributedRunner& runner_;
+    Traces observed_;
+    MisfitKind kind_;
+    double cutoff_hz_ = -1;
+    std::unique_ptr<BandLimitedMisfit> misfit_;
+};
+
+/// SIGTERM or SIGUSR1 stopped the run; the checkpoint of the last accepted
+/// iteration is in place. The command exits with code 3.
+class StopRequested : public Error {
+public:
+    using Error::Error;
+};
+
+/// Installs SIGTERM and SIGUSR1 handlers that ask the inversion to stop after
+/// the evaluation in flight.
+void install_stop_signal_handlers();
+/// Whether a stop was asked for (on this rank).
+bool stop_requested();
+/// Ask for a stop as a signal would (tests), and forget it.
+void request_stop();
+void clear_stop_request();
+
+struct HistoryRow {
+    std::string stage;
+    int iteration = 0;
+    double misfit = 0, misfit_relative = 0, gradient_norm = 0, step = 0;
+    int evaluations = 0;
+    double seconds = 0;
+    double error_eps_r = -1, error_sigma = -1;  // relative L2 model errors when a true model is known
+};
+
+struct InversionResult {
+    Model model;
+    std::vector<HistoryRow> history;
+};
+
+/// Runs the stages from `start` (or, with resume, from `<out>/checkpoint.h5`),
+/// writing `<out>/history.csv`, per-iteration models (`<out>/models/`),
+/// `checkpoint.h5` after every accepted iteration and `model_final.h5`.
+/// Needs PETSc initialised (PetscSession). Collective; rank 0 writes.
+InversionResult invert(const Model& start, const InversionSpec& spec, InversionObjective& objective,
+                       const std::string& out_dir, const std::string& config_text, bool resume);
+
+/// PETSc for the lifetime of the object (after MPI is initialised; keeps
+/// PETSc's own signal handlers out, takes `options` as a PETSc options string).
+class PetscSession {
+public:
+    explicit PetscSession(const std::string& options);
+    ~PetscSession();
+    PetscSession(const PetscSession&) = delete;
+    PetscSession& operator=(const PetscSession&) = delete;
+};
+
+/// "PETSc 3.18.5".
+std::string petsc_version();
+
+}  // namespace gprfwi

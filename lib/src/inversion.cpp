@@ -1,0 +1,654 @@
+// The inversion driver: PETSc TAO over scaled eps_r and sigma, one stage at a
+// time. The TAO vector is an MPI Vec spread over the ranks; each evaluation
+// gathers it on every rank, builds the model, calls the (collective)
+// objective, and scatters the gradient back. Rank 0 writes every file.
+
+#include "gprfwi/inversion.hpp"
+
+#include <petsctao.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gprfwi/distributed.hpp"
+#include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/parallel.hpp"
+#include "gprfwi/regularization.hpp"
+
+namespace gprfwi {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+void petsc_check(PetscErrorCode code, const char* what) {
+    if (code != 0) throw Error(fmt::format("PETSc: {} failed (error code {})", what, static_cast<int>(code)));
+}
+#define GPRFWI_PETSC(call) petsc_check((call), #call)
+
+/// Writes a small text file through a temporary name.
+void write_text_file(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::FILE* f = std::fopen(tmp.c_str(), "w");
+        if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
+        const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+        if (std::fclose(f) != 0 || !ok) throw Error(fmt::format("{}: cannot write the file", tmp));
+    }
+    std::filesystem::rename(tmp, path);
+}
+
+double relative_error(const Array2D& a, const Array2D& truth) {
+    double d = 0, n = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        d += std::pow(a.data()[i] - truth.data()[i], 2);
+        n += std::pow(truth.data()[i], 2);
+    }
+    return n > 0 ? std::sqrt(d / n) : 0.0;
+}
+
+std::string history_header(bool errors) {
+    return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,seconds") +
+           (errors ? ",error_eps_r,error_sigma" : "") + "\n";
+}
+
+std::string history_line(const HistoryRow& r, bool errors) {
+    std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{:.3f}", r.stage, r.iteration, r.misfit,
+                                r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.seconds);
+    if (errors) s += fmt::format(",{:.17g},{:.17g}", r.error_eps_r, r.error_sigma);
+    return s + "\n";
+}
+
+std::vector<HistoryRow> parse_history(const std::string& csv) {
+    std::vector<HistoryRow> rows;
+    std::istringstream in(csv);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+        if (f.size() < 8) throw Error("checkpoint: malformed history line: " + line);
+        HistoryRow r;
+        r.stage = f[0];
+        r.iteration = std::stoi(f[1]);
+        r.misfit = std::stod(f[2]);
+        r.misfit_relative = std::stod(f[3]);
+        r.gradient_norm = std::stod(f[4]);
+        r.step = std::stod(f[5]);
+        r.evaluations = std::stoi(f[6]);
+        r.seconds = std::stod(f[7]);
+        if (f.size() >= 10) {
+            r.error_eps_r = std::stod(f[8]);
+            r.error_sigma = std::stod(f[9]);
+        }
+        rows.push_back(r);
+    }
+    return rows;
+}
+
+/// What a checkpoint holds besides the model.
+struct CheckpointState {
+    int stage = 0;              // index of the stage in progress (or done)
+    bool stage_done = false;
+    int iterations = 0;         // accepted iterations of that stage
+    int evaluations = 0;        // of that stage
+    double seconds = 0;         // campaign wall time so far
+    double stage_seconds = 0;
+    double j0 = 0, scale_eps_r = 0, scale_sigma = 0, sigma_ref = 0, eps_ref = 0;
+    std::string history_csv;
+};
+
+/// One stage's TAO problem.
+class StageRun {
+public:
+    StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
+             std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
+             const std::optional<Model>& truth, int stage_index)
+        : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
+          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()) {
+        if (stage.invert_eps_r) params_.push_back(0);
+        if (stage.invert_sigma) params_.push_back(1);
+        // per-node weight of the update: 0 in the mask, the taper near sources and receivers
+        weight_.assign(n_, 1.0);
+        const Grid& g = model.grid;
+        for (int iz = 0; iz < g.nz; ++iz)
+            for (int ix = 0; ix < g.nx; ++ix) {
+                double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
+                for (const ModelRegion& r : spec.mask)
+                    if (r.contains(ix * g.dx, iz * g.dz)) w = 0;
+                if (spec.taper_radius_m > 0)
+                    for (const Position& p : spec.taper_points) {
+                        const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
+                        if (d < spec.taper_radius_m) w = std::min(w, std::pow(std::sin(0.5 * M_PI * d / spec.taper_radius_m), 2));
+                    }
+            }
+        masked_.assign(n_, 0);
+        for (std::size_t i = 0; i < n_; ++i)
+            if (weight_[i] < 1e-3) masked_[i] = 1;
+    }
+
+    /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
+    void run(const std::optional<CheckpointState>& resume, double campaign_seconds) {
+        campaign_offset_ = campaign_seconds;
+        clamp_to_bounds();
+        if (resume) {
+            iteration_offset_ = resume->iterations;
+            evaluation_offset_ = resume->evaluations;
+            stage_seconds_offset_ = resume->stage_seconds;
+            j0_ = resume->j0;
+            s_eps_ = resume->scale_eps_r;
+            s_sig_ = resume->scale_sigma;
+            sigma_ref_ = resume->sigma_ref;
+            eps_ref_ = resume->eps_ref;
+            spdlog::info("stage {}: resuming after iteration {} ({} evaluations so far)", stage_.name, iteration_offset_,
+                         evaluation_offset_);
+        } else {
+            calibrate();
+        }
+        const int remaining = stage_.iterations - iteration_offset_;
+        if (remaining <= 0) return finish("iteration limit reached before the resume");
+        solve(remaining);
+    }
+
+    bool stopped_by_signal() const { return stopped_; }
+    double campaign_seconds() const { return campaign_offset_ + elapsed(); }
+
+private:
+    double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+    void clamp_to_bounds() {
+        for (std::size_t i = 0; i < n_; ++i) {
+            double& e = model_.eps_r.data()[i];
+            double& s = model_.sigma.data()[i];
+            if (stage_.invert_eps_r && !masked_[i]) e = std::clamp(e, spec_.eps_r_min, spec_.eps_r_max);
+            if (stage_.invert_sigma && !masked_[i]) s = std::clamp(s, spec_.sigma_min, spec_.sigma_max);
+        }
+    }
+
+    /// The data misfit and physical gradient at the model, with a one-entry cache.
+    double physical(const Model& m, Array2D& ge, Array2D& gs) {
+        if (cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values()) {
+            ge = cache_ge_;
+            gs = cache_gs_;
+            return cache_j_;
+        }
+        ge = Array2D(m.grid.nz, m.grid.nx);
+        gs = Array2D(m.grid.nz, m.grid.nx);
+        const double j = objective_.evaluate(m, stage_, ge, gs);
+        ++evaluations_;
+        cache_model_ = m;
+        cache_ge_ = ge;
+        cache_gs_ = gs;
+        cache_j_ = j;
+        cache_valid_ = true;
+        return j;
+    }
+
+    void calibrate() {
+        double e_sum = 0, s_log = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+            e_sum += model_.eps_r.data()[i];
+            s_log += std::log(std::max(model_.sigma.data()[i], spec_.sigma_min));
+        }
+        eps_ref_ = e_sum / static_cast<double>(n_);
+        sigma_ref_ = std::exp(s_log / static_cast<double>(n_));
+        Array2D ge, gs;
+        const double j = physical(model_, ge, gs);
+        j0_ = j > 0 ? j : 1.0;
+        double ge_max = 0, gs_max = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+            if (masked_[i]) continue;
+            const double w2 = weight_[i] * weight_[i];
+            ge_max = std::max(ge_max, w2 * std::abs(ge.data()[i]) / j0_);
+            gs_max = std::max(gs_max, w2 * std::abs(gs.data()[i] * model_.sigma.data()[i]) / j0_);
+        }
+        // a unit step along the gradient changes eps_r by s^2 |df/d eps_r|, ln(sigma) by s^2 |sigma df/d sigma|
+        s_eps_ = spec_.scale_eps_r > 0 ? spec_.scale_eps_r
+                 : ge_max > 0          ? std::sqrt(spec_.calibration_eps_r_step * eps_ref_ / ge_max)
+                                       : spec_.calibration_eps_r_step * eps_ref_;
+        s_sig_ = spec_.scale_sigma > 0 ? spec_.scale_sigma
+                 : gs_max > 0          ? std::sqrt(spec_.calibration_sigma_step / gs_max)
+                                       : spec_.calibration_sigma_step;
+        spdlog::info("stage {}: misfit {:.6g}; scaling: eps_r changes {:.4g} and ln(sigma) {:.4g} per unit of the "
+                     "optimisation variable ({}; inversion.scaling fixes them)",
+                     stage_.name, j, s_eps_, s_sig_,
+                     spec_.scale_eps_r > 0 && spec_.scale_sigma > 0 ? "fixed" : "calibrated from the first gradient");
+        HistoryRow row = make_row(0, j, 0.0, 0.0);
+        if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0) append_row(row);
+    }
+
+    HistoryRow make_row(int iteration, double j, double gnorm, double step) const {
+        HistoryRow r;
+        r.stage = stage_.name;
+        r.iteration = iteration;
+        r.misfit = j;
+        r.misfit_relative = j / j0_;
+        r.gradient_norm = gnorm;
+        r.step = step;
+        r.evaluations = evaluation_offset_ + evaluations_;
+        r.seconds = campaign_seconds();
+        if (truth_) {
+            r.error_eps_r = relative_error(model_.eps_r, truth_->eps_r);
+            r.error_sigma = relative_error(model_.sigma, truth_->sigma);
+        }
+        return r;
+    }
+
+    void append_row(const HistoryRow& r) {
+        history_.push_back(r);
+        spdlog::info("stage {} iteration {:>3}: misfit {:.6g} ({:.4g} of the stage's start), |g| {:.3g}, step {:.3g}, "
+                     "{} evaluations, {:.1f} s{}",
+                     r.stage, r.iteration, r.misfit, r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.seconds,
+                     r.error_eps_r >= 0 ? fmt::format("; model error eps_r {:.4f}, sigma {:.4f}", r.error_eps_r, r.error_sigma) : "");
+    }
+
+    // --- mapping between the TAO vector and the model ---
+    // eps_r = s_eps w_i x_i and ln(sigma / sigma_ref) = s_sig w_i x_i: w_i (the
+    // taper) scales each node's step; masked nodes stay where they are
+    double x_of_eps(double e, std::size_t i) const { return e / (s_eps_ * weight_[i]); }
+    double x_of_sigma(double s, std::size_t i) const { return std::log(s / sigma_ref_) / (s_sig_ * weight_[i]); }
+
+    void model_from_x(const double* x, Model& m) const {
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            const double* xp = x + k * n_;
+            for (std::size_t i = 0; i < n_; ++i) {
+                if (masked_[i]) continue;
+                if (params_[k] == 0) m.eps_r.data()[i] = s_eps_ * weight_[i] * xp[i];
+                else m.sigma.data()[i] = sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]);
+            }
+        }
+    }
+
+    /// Regularisation of the active parameters at model m; adds df/dx into gx.
+    double regularization(const Model& m, double* gx) const {
+        double r = 0;
+        const Grid& g = m.grid;
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
+            if (w.tikhonov == 0 && w.tv == 0) continue;
+            Array2D q(g.nz, g.nx), gq(g.nz, g.nx);
+            for (std::size_t i = 0; i < n_; ++i)
+                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_ : std::log(m.sigma.data()[i] / sigma_ref_);
+            Array2D part(g.nz, g.nx);
+            if (w.tikhonov > 0) {
+                r += w.tikhonov * tikhonov(q, g.dx, g.dz, part);
+                for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tikhonov * part.data()[i];
+            }
+            if (w.tv > 0) {
+                part = Array2D(g.nz, g.nx);
+                r += w.tv * total_variation(q, g.dx, g.dz, w.tv_beta, part);
+                for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tv * part.data()[i];
+            }
+            if (gx) {
+                const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
+                for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq.data()[i] * dq_dx * weight_[i];
+            }
+        }
+        return r;
+    }
+
+    /// f(x) = J/J0 + R and df/dx over the full vector.
+    double objective(const double* x, double* gx) {
+        Model m = model_;
+        model_from_x(x, m);
+        Array2D ge, gs;
+        const double j = physical(m, ge, gs);
+        std::fill(gx, gx + params_.size() * n_, 0.0);
+        for (std::size_t k = 0; k < params_.size(); ++k)
+            for (std::size_t i = 0; i < n_; ++i) {
+                if (masked_[i]) continue;
+                gx[k * n_ + i] = weight_[i] * (params_[k] == 0 ? ge.data()[i] / j0_ * s_eps_
+                                                                : gs.data()[i] * m.sigma.data()[i] / j0_ * s_sig_);
+            }
+        return j / j0_ + regularization(m, gx);
+    }
+
+    // --- TAO ---
+    static PetscErrorCode form_function_gradient(Tao, Vec x, PetscReal* f, Vec g, void* ctx) {
+        auto* self = static_cast<StageRun*>(ctx);
+        try {
+            self->evaluate(x, f, g);
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return self->stopped_ ? PETSC_ERR_USER : 0;
+    }
+
+    static PetscErrorCode monitor(Tao tao, void* ctx) {
+        auto* self = static_cast<StageRun*>(ctx);
+        try {
+            self->on_iteration(tao);
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return 0;
+    }
+
+    std::vector<double> gather(Vec x) {
+        GPRFWI_PETSC(VecScatterBegin(scatter_, x, x_all_, INSERT_VALUES, SCATTER_FORWARD));
+        GPRFWI_PETSC(VecScatterEnd(scatter_, x, x_all_, INSERT_VALUES, SCATTER_FORWARD));
+        const PetscScalar* a = nullptr;
+        PetscInt n = 0;
+        GPRFWI_PETSC(VecGetLocalSize(x_all_, &n));
+        GPRFWI_PETSC(VecGetArrayRead(x_all_, &a));
+        std::vector<double> out(a, a + n);
+        GPRFWI_PETSC(VecRestoreArrayRead(x_all_, &a));
+        return out;
+    }
+
+    void evaluate(Vec x, PetscReal* f, Vec g) {
+        const std::vector<double> xa = gather(x);
+        std::vector<double> ga(xa.size());
+        *f = objective(xa.data(), ga.data());
+        PetscInt lo = 0, hi = 0;
+        GPRFWI_PETSC(VecGetOwnershipRange(g, &lo, &hi));
+        PetscScalar* gl = nullptr;
+        GPRFWI_PETSC(VecGetArray(g, &gl));
+        std::copy(ga.begin() + lo, ga.begin() + hi, gl);
+        GPRFWI_PETSC(VecRestoreArray(g, &gl));
+        // every rank stops when any was signalled
+        if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
+    }
+
+    void on_iteration(Tao tao) {
+        PetscInt its = 0;
+        PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
+        TaoConvergedReason reason;
+        GPRFWI_PETSC(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason));
+        if (its == 0) return;  // the starting point, recorded at calibration
+        TaoLineSearch ls;
+        PetscReal step = 0;
+        GPRFWI_PETSC(TaoGetLineSearch(tao, &ls));
+        GPRFWI_PETSC(TaoLineSearchGetStepLength(ls, &step));
+        Vec x;
+        GPRFWI_PETSC(TaoGetSolution(tao, &x));
+        const std::vector<double> xa = gather(x);
+        model_from_x(xa.data(), model_);
+        const double j = j0_ * (f - regularization(model_, nullptr));
+        const int iteration = iteration_offset_ + static_cast<int>(its);
+        append_row(make_row(iteration, j, gnorm, step));
+        write_iteration(iteration, false);
+        // stopping rules beyond TAO's own
+        std::string why;
+        const int w = stage_.decrease_window;
+        if (stage_.min_relative_decrease > 0 && static_cast<int>(history_.size()) > w) {
+            const HistoryRow& old = history_[history_.size() - 1 - static_cast<std::size_t>(w)];
+            if (old.stage == stage_.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage_.min_relative_decrease)
+                why = fmt::format("the misfit fell by less than {} over {} iterations", stage_.min_relative_decrease, w);
+        }
+        if (stage_.max_seconds > 0 && stage_seconds_offset_ + elapsed() > stage_.max_seconds)
+            why = fmt::format("the stage's wall-time budget of {} s is spent", stage_.max_seconds);
+        if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
+            stopped_ = true;
+            why = "stop requested by a signal";
+        }
+        if (!why.empty()) {
+            user_reason_ = why;
+            GPRFWI_PETSC(TaoSetConvergedReason(tao, TAO_CONVERGED_USER));
+        }
+    }
+
+    /// The per-iteration model and the checkpoint (rank 0, collectively agreed).
+    void write_iteration(int iteration, bool stage_done) {
+        const double seconds = campaign_seconds();
+        const double stage_seconds = stage_seconds_offset_ + elapsed();
+        parallel::collectively([&] {
+            if (!parallel::is_root()) return;
+            if (spec_.save_models && iteration > 0 && !stage_done) {
+                const auto dir = std::filesystem::path(out_) / "models";
+                std::filesystem::create_directories(dir);
+                write_model_h5((dir / fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration)).string(),
+                               model_, config_);
+            }
+            if (spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
+                cache_model_.eps_r.values() == model_.eps_r.values() && cache_model_.sigma.values() == model_.sigma.values()) {
+                const auto dir = std::filesystem::path(out_) / "gradients";
+                std::filesystem::create_directories(dir);
+                write_gradient_h5((dir / fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration)).string(),
+                                  model_.grid, cache_j_, cache_ge_, cache_gs_, config_);
+            }
+            std::string csv = history_header(truth_.has_value());
+            for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
+            H5Attributes a;
+            a.numbers = {{"stage", stage_index_},
+                         {"stage_done", stage_done ? 1.0 : 0.0},
+                         {"iterations", iteration},
+                         {"evaluations", evaluation_offset_ + evaluations_},
+                         {"seconds", seconds},
+                         {"stage_seconds", stage_seconds},
+                         {"j0", j0_},
+                         {"scale_eps_r", s_eps_},
+                         {"scale_sigma", s_sig_},
+                         {"sigma_ref", sigma_ref_},
+                         {"eps_ref", eps_ref_}};
+            a.texts = {{"history", csv}};
+            // the checkpoint first: it is the truth a resume starts from
+            write_model_h5((std::filesystem::path(out_) / "checkpoint.h5").string(), model_, config_, a);
+            write_text_file((std::filesystem::path(out_) / "history.csv").string(), csv);
+        });
+    }
+
+    void finish(const std::string& why) {
+        spdlog::info("stage {} done: {}", stage_.name, why);
+        write_iteration(history_.empty() ? 0 : history_.back().iteration, true);
+    }
+
+    void solve(int max_iterations) {
+        const PetscInt n_total = static_cast<PetscInt>(params_.size() * n_);
+        Vec x, lo, hi;
+        Tao tao;
+        GPRFWI_PETSC(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, n_total, &x));
+        GPRFWI_PETSC(VecDuplicate(x, &lo));
+        GPRFWI_PETSC(VecDuplicate(x, &hi));
+        GPRFWI_PETSC(VecScatterCreateToAll(x, &scatter_, &x_all_));
+        // the starting point and the bounds, in the scaled variables
+        std::vector<double> x0(static_cast<std::size_t>(n_total)), l0(x0.size()), h0(x0.size());
+        for (std::size_t k = 0; k < params_.size(); ++k)
+            for (std::size_t i = 0; i < n_; ++i) {
+                const std::size_t j = k * n_ + i;
+                if (masked_[i]) {  // fixed: the mapping leaves the node alone
+                    x0[j] = l0[j] = h0[j] = 0;
+                } else if (params_[k] == 0) {
+                    x0[j] = x_of_eps(model_.eps_r.data()[i], i);
+                    l0[j] = x_of_eps(spec_.eps_r_min, i);
+                    h0[j] = x_of_eps(spec_.eps_r_max, i);
+                } else {
+                    x0[j] = x_of_sigma(model_.sigma.data()[i], i);
+                    l0[j] = x_of_sigma(spec_.sigma_min, i);
+                    h0[j] = x_of_sigma(spec_.sigma_max, i);
+                }
+                x0[j] = std::clamp(x0[j], l0[j], h0[j]);
+            }
+        PetscInt rlo = 0, rhi = 0;
+        GPRFWI_PETSC(VecGetOwnershipRange(x, &rlo, &rhi));
+        for (auto [vec, src] : {std::pair{x, &x0}, std::pair{lo, &l0}, std::pair{hi, &h0}}) {
+            PetscScalar* a = nullptr;
+            GPRFWI_PETSC(VecGetArray(vec, &a));
+            std::copy(src->begin() + rlo, src->begin() + rhi, a);
+            GPRFWI_PETSC(VecRestoreArray(vec, &a));
+        }
+        GPRFWI_PETSC(TaoCreate(PETSC_COMM_WORLD, &tao));
+        GPRFWI_PETSC(TaoSetType(tao, TAOBLMVM));
+        GPRFWI_PETSC(TaoSetSolution(tao, x));
+        GPRFWI_PETSC(TaoSetVariableBounds(tao, lo, hi));
+        GPRFWI_PETSC(TaoSetObjectiveAndGradient(tao, nullptr, &StageRun::form_function_gradient, this));
+        GPRFWI_PETSC(TaoSetMaximumIterations(tao, max_iterations));
+        GPRFWI_PETSC(TaoSetMaximumFunctionEvaluations(
+            tao, stage_.max_evaluations > 0 ? stage_.max_evaluations : 4 * max_iterations + 10));
+        GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
+        GPRFWI_PETSC(TaoSetMonitor(tao, &StageRun::monitor, this, nullptr));
+        GPRFWI_PETSC(TaoSetFromOptions(tao));  // -tao_* from inversion.petsc_options and the command line
+        const PetscErrorCode rc = TaoSolve(tao);
+        TaoConvergedReason reason = TAO_CONTINUE_ITERATING;
+        if (rc == 0) TaoGetConvergedReason(tao, &reason);
+        Vec xs;
+        TaoGetSolution(tao, &xs);
+        const std::vector<double> xa = gather(xs);
+        TaoDestroy(&tao);
+        VecScatterDestroy(&scatter_);
+        VecDestroy(&x_all_);
+        VecDestroy(&lo);
+        VecDestroy(&hi);
+        VecDestroy(&x);
+        if (failure_) std::rethrow_exception(failure_);
+        if (stopped_) return;  // the last accepted iteration's checkpoint stands
+        if (rc != 0) throw Error(fmt::format("stage {}: TAO failed (PETSc error code {})", stage_.name, static_cast<int>(rc)));
+        model_from_x(xa.data(), model_);
+        finish(reason == TAO_CONVERGED_USER ? user_reason_ : TaoConvergedReasons[reason]);
+    }
+
+    const InversionSpec& spec_;
+    const StageSpec& stage_;
+    InversionObjective& objective_;
+    Model& model_;
+    std::vector<HistoryRow>& history_;
+    std::string out_, config_;
+    const std::optional<Model>& truth_;
+    int stage_index_;
+    std::size_t n_;
+    std::vector<int> params_;  // 0: eps_r, 1: sigma
+    std::vector<double> weight_;
+    std::vector<char> masked_;
+    double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
+    int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
+    double stage_seconds_offset_ = 0, campaign_offset_ = 0;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+    bool stopped_ = false;
+    std::string user_reason_;
+    std::exception_ptr failure_;
+    VecScatter scatter_ = nullptr;
+    Vec x_all_ = nullptr;
+    bool cache_valid_ = false;
+    Model cache_model_;
+    Array2D cache_ge_, cache_gs_;
+    double cache_j_ = 0;
+};
+
+}  // namespace
+
+FwiObjective::FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind)
+    : runner_(runner), observed_(std::move(observed)), kind_(kind) {}
+
+double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
+    if (!misfit_ || stage.max_frequency_hz != cutoff_hz_) {
+        parallel::collectively([&] {
+            misfit_ = std::make_unique<BandLimitedMisfit>(kind_, runner_.shots(), observed_, stage.max_frequency_hz,
+                                                          runner_.survey().dt);
+        });
+        cutoff_hz_ = stage.max_frequency_hz;
+    }
+    GradientResult g = runner_.gradient(model, *misfit_);
+    grad_eps_r = std::move(g.grad_eps_r);
+    grad_sigma = std::move(g.grad_sigma);
+    return g.misfit;
+}
+
+void install_stop_signal_handlers() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGUSR1, &sa, nullptr);
+}
+
+bool stop_requested() { return g_stop != 0; }
+void request_stop() { g_stop = 1; }
+void clear_stop_request() { g_stop = 0; }
+
+InversionResult invert(const Model& start, const InversionSpec& spec, InversionObjective& objective,
+                       const std::string& out_dir, const std::string& config_text, bool resume) {
+    if (spec.stages.empty()) throw InvalidArgument("inversion: no stages");
+    if (!(spec.sigma_min > 0)) throw InvalidArgument("inversion: the lower bound of sigma must be > 0 (sigma is optimised as its logarithm)");
+    InversionResult result;
+    result.model = start;
+    std::optional<Model> truth;
+    if (!spec.true_model.empty()) truth = read_model_h5(spec.true_model, start.grid);
+    std::optional<CheckpointState> state;
+    const std::string checkpoint = (std::filesystem::path(out_dir) / "checkpoint.h5").string();
+    if (resume) {
+        if (!std::filesystem::exists(checkpoint))
+            throw Error(fmt::format("{}: no checkpoint to resume from (run without --resume first)", checkpoint));
+        H5Attributes a;
+        for (const char* k : {"stage", "stage_done", "iterations", "evaluations", "seconds", "stage_seconds", "j0",
+                              "scale_eps_r", "scale_sigma", "sigma_ref", "eps_ref"})
+            a.numbers[k] = 0;
+        a.texts["history"] = "";
+        result.model = read_model_h5(checkpoint, start.grid, &a);
+        CheckpointState s;
+        s.stage = static_cast<int>(a.numbers["stage"]);
+        s.stage_done = a.numbers["stage_done"] != 0;
+        s.iterations = static_cast<int>(a.numbers["iterations"]);
+        s.evaluations = static_cast<int>(a.numbers["evaluations"]);
+        s.seconds = a.numbers["seconds"];
+        s.stage_seconds = a.numbers["stage_seconds"];
+        s.j0 = a.numbers["j0"];
+        s.scale_eps_r = a.numbers["scale_eps_r"];
+        s.scale_sigma = a.numbers["scale_sigma"];
+        s.sigma_ref = a.numbers["sigma_ref"];
+        s.eps_ref = a.numbers["eps_ref"];
+        s.history_csv = a.texts["history"];
+        if (s.stage < 0 || s.stage >= static_cast<int>(spec.stages.size()))
+            throw Error(fmt::format("{}: stage {} is not a stage of this campaign", checkpoint, s.stage));
+        result.history = parse_history(s.history_csv);
+        state = s;
+        spdlog::info("resuming from {}: stage {} ({}), {} history rows", checkpoint, spec.stages[s.stage].name,
+                     s.stage_done ? "done" : fmt::format("after iteration {}", s.iterations), result.history.size());
+    } else if (parallel::is_root()) {
+        std::error_code ec;
+        std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
+    }
+    double seconds = state ? state->seconds : 0.0;
+    const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
+    for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
+        const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
+        spdlog::info("stage {} ({} of {}): {}{}, up to {} iterations{}", stage.name, k + 1, spec.stages.size(),
+                     stage.invert_eps_r ? (stage.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
+                     stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
+                     stage.iterations, "");
+        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k);
+        std::optional<CheckpointState> resume_state;
+        if (state && state->stage == k && !state->stage_done) resume_state = state;
+        run.run(resume_state, seconds);
+        seconds = run.campaign_seconds();
+        if (run.stopped_by_signal())
+            throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
+                                            "continue with --resume", stage.name, checkpoint));
+    }
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        write_model_h5((std::filesystem::path(out_dir) / "model_final.h5").string(), result.model, config_text);
+    });
+    return result;
+}
+
+PetscSession::PetscSession(const std::string& options) {
+    GPRFWI_PETSC(PetscInitializeNoArguments());
+    PetscPopSignalHandler();                              // SIGTERM/SIGUSR1 are ours (checkpoint and exit 3)
+    PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);  // errors come back as codes, reported by us
+    if (!options.empty()) GPRFWI_PETSC(PetscOptionsInsertString(nullptr, options.c_str()));
+}
+
+PetscSession::~PetscSession() { PetscFinalize(); }
+
+std::string petsc_version() {
+    char v[256] = {};
+    PetscGetVersion(v, sizeof v);
+    return v;
+}
+
+}  // namespace gprfwi
