@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "gprfwi/config.hpp"
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/example.hpp"
@@ -73,6 +75,14 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     const std::string record = o.record({"grid.nx=60"});
     EXPECT_EQ(record.rfind(kBase, 0), 0u);
     EXPECT_NE(record.find("\n# --set grid.nx=60"), std::string::npos);
+    // ... and, as a second YAML document, the resolved values with their defaults
+    const std::vector<YAML::Node> docs = YAML::LoadAll(record);
+    ASSERT_EQ(docs.size(), 2u);
+    EXPECT_EQ(docs[1]["grid"]["nx"].as<int>(), 60);
+    EXPECT_EQ(docs[1]["propagator"]["pml"]["top"].as<int>(), 4);
+    EXPECT_EQ(docs[1]["propagator"]["pml"]["reflection"].as<double>(), 1e-6);  // a default
+    EXPECT_EQ(docs[1]["propagator"]["snapshots"]["compression"].as<std::string>(), "none");
+    EXPECT_EQ(docs[1]["survey"]["shots"].as<int>(), 1);
     // what it describes runs
     const Traces t = CpuPropagator(c.propagator).forward(c.model, c.survey());
     EXPECT_EQ(t[0].nt(), 100);

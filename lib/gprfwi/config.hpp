@@ -62,9 +62,13 @@ struct RunConfig {
     std::string output_dir = "run";
 
     Survey survey() const;
-    /// The run file as given, with each override appended as a `# --set` line:
-    /// what output files record as their `config`.
+    /// What output files record as their `config`: two YAML documents, the run
+    /// file as given (each override appended as a `# --set` line), then
+    /// resolved().
     std::string record(const std::vector<std::string>& overrides) const;
+    /// Every value the run uses, defaults included, as YAML (the model and
+    /// survey summarised: their arrays and positions are in the data files).
+    std::string resolved() const;
 };
 
 /// Reads and validates `path`, after applying `--set key.path=value` overrides.

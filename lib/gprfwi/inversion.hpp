@@ -53,6 +53,9 @@ struct InversionSpec {
     double calibration_eps_r_step = 0.05, calibration_sigma_step = 0.2;
     std::string petsc_options;          // e.g. "-tao_type blmvm -tao_ls_type more-thuente"
     std::vector<ModelRegion> mask;      // regions that must not change (air, boreholes)
+    /// Keep the outermost nodes fixed: each also sets the CPML strip beyond it
+    /// (the model is extended into the CPML), so its gradient sums the whole strip.
+    bool fix_edges = true;
     /// Taper around sources and receivers (`taper_points`, m): the update of a
     /// node at distance r < taper_radius_m is scaled by sin^2(pi r / (2 R)),
     /// which damps the source and receiver imprint. Applied as a diagonal

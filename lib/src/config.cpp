@@ -409,7 +409,7 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
-    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "taper", "save",
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save",
                    "true_model"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
@@ -473,6 +473,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
         for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));
     }
+    if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     if (const YAML::Node taper = inv["taper"]) {
         r.map(taper, p + ".taper", {"radius"});
         s.taper_radius_m = r.number(r.required(taper, p + ".taper", "radius"), p + ".taper.radius", 0, 1e30);
@@ -595,7 +596,56 @@ std::string RunConfig::record(const std::vector<std::string>& overrides) const {
     std::ostringstream text;
     text << in.rdbuf();
     for (const auto& o : overrides) text << "\n# --set " << o;
+    text << "\n---\n# resolved: every value this run used, defaults included\n" << resolved();
     return text.str();
+}
+
+std::string RunConfig::resolved() const {
+    const auto range = [](const Array2D& a) {
+        const auto [lo, hi] = std::minmax_element(a.values().begin(), a.values().end());
+        return std::vector<double>{*lo, *hi};
+    };
+    const PropagatorOptions& o = propagator;
+    YAML::Emitter e;
+    e << YAML::BeginMap;
+    e << YAML::Key << "grid" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "nx" << YAML::Value << grid.nx
+      << YAML::Key << "nz" << YAML::Value << grid.nz << YAML::Key << "dx" << YAML::Value << grid.dx << YAML::Key << "dz"
+      << YAML::Value << grid.dz << YAML::EndMap;
+    e << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "built" << YAML::Value << model_summary
+      << YAML::Key << "eps_r_range" << YAML::Value << YAML::Flow << range(model.eps_r) << YAML::Key << "sigma_range"
+      << YAML::Value << YAML::Flow << range(model.sigma) << YAML::Key << "mu_r_range" << YAML::Value << YAML::Flow
+      << range(model.mu_r) << YAML::EndMap;
+    e << YAML::Key << "wavelet" << YAML::Value << wavelet_summary;
+    e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dt" << YAML::Value << dt_s
+      << YAML::Key << "nt" << YAML::Value << nt << YAML::EndMap;
+    std::size_t receivers = 0;
+    for (const ShotSpec& s : shots) receivers += s.receivers.size();
+    e << YAML::Key << "survey" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "shots" << YAML::Value
+      << shots.size() << YAML::Key << "receivers" << YAML::Value << receivers << YAML::EndMap;
+    e << YAML::Key << "propagator" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "backend" << YAML::Value << to_string(o.backend) << YAML::Key << "precision" << YAML::Value
+      << to_string(o.precision) << YAML::Key << "stencil" << YAML::Value << o.stencil_order << YAML::Key << "device"
+      << YAML::Value << o.device << YAML::Key << "shots_per_batch" << YAML::Value << shots_per_batch;
+    e << YAML::Key << "pml" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "left" << YAML::Value
+      << o.cpml.widths.left << YAML::Key << "right" << YAML::Value << o.cpml.widths.right << YAML::Key << "top"
+      << YAML::Value << o.cpml.widths.top << YAML::Key << "bottom" << YAML::Value << o.cpml.widths.bottom << YAML::Key
+      << "reflection" << YAML::Value << o.cpml.reflection << YAML::Key << "power" << YAML::Value << o.cpml.power
+      << YAML::Key << "kappa_max" << YAML::Value << o.cpml.kappa_max << YAML::EndMap;
+    e << YAML::Key << "snapshots" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "interval"
+      << YAML::Value << o.snapshots.interval << YAML::Key << "compression" << YAML::Value
+      << to_string(o.snapshots.compression) << YAML::Key << "storage" << YAML::Value << to_string(o.snapshots.storage)
+      << YAML::Key << "checkpoint" << YAML::Value << o.snapshots.checkpoint_steps << YAML::EndMap;
+    e << YAML::EndMap;
+    if (noise.enabled())
+        e << YAML::Key << "noise" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "snr_db" << YAML::Value
+          << noise.snr_db << YAML::Key << "std" << YAML::Value << noise.std_vm << YAML::Key << "seed" << YAML::Value
+          << noise.seed << YAML::EndMap;
+    e << YAML::Key << "data" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "observed" << YAML::Value
+      << observed << YAML::EndMap;
+    e << YAML::Key << "output" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dir" << YAML::Value
+      << output_dir << YAML::EndMap;
+    e << YAML::EndMap;
+    return std::string(e.c_str()) + "\n";
 }
 
 Survey RunConfig::survey() const {

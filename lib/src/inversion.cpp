@@ -127,6 +127,9 @@ public:
         for (int iz = 0; iz < g.nz; ++iz)
             for (int ix = 0; ix < g.nx; ++ix) {
                 double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
+                // an edge node also sets the CPML strip beyond it (the model is extended into the
+                // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
+                if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
                 for (const ModelRegion& r : spec.mask)
                     if (r.contains(ix * g.dx, iz * g.dz)) w = 0;
                 if (spec.taper_radius_m > 0)
@@ -266,8 +269,11 @@ private:
             const double* xp = x + k * n_;
             for (std::size_t i = 0; i < n_; ++i) {
                 if (masked_[i]) continue;
-                if (params_[k] == 0) m.eps_r.data()[i] = s_eps_ * weight_[i] * xp[i];
-                else m.sigma.data()[i] = sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]);
+                // clamped: a bound mapped to x and back may miss it by a rounding
+                if (params_[k] == 0)
+                    m.eps_r.data()[i] = std::clamp(s_eps_ * weight_[i] * xp[i], spec_.eps_r_min, spec_.eps_r_max);
+                else
+                    m.sigma.data()[i] = std::clamp(sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]), spec_.sigma_min, spec_.sigma_max);
             }
         }
     }
