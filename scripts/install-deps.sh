@@ -14,6 +14,8 @@ packages=(
   libcli11-dev libfmt-dev libspdlog-dev # command line, formatting, logging
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # micro-benchmarks
+  python3-matplotlib python3-h5py python3-numpy   # scripts/plot/
+  hdf5-tools                            # h5dump, h5ls for looking into outputs
 )
 
 missing=()
