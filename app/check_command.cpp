@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ double maximum(const Array2D& a) { return *std::max_element(a.values().begin(), 
 
 void run_check(const CheckArgs& a) {
     const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    std::optional<InversionSpec> inversion;
+    if (c.has_inversion) inversion = load_campaign(a.run.run_file, a.run.overrides).inversion;
     if (!parallel::is_root()) return;
     const PropagatorOptions& o = c.propagator;
     const PaddedGrid g(c.grid, o.cpml.widths);
@@ -73,6 +76,15 @@ void run_check(const CheckArgs& a) {
             fmt::print("    ...\n");
     }
     fmt::print("  data      {}\n", c.observed.empty() ? "(none)" : c.observed);
+    if (inversion) {
+        fmt::print("  inversion {} misfit; eps_r in [{}, {}], sigma in [{}, {}] S/m{}\n", to_string(inversion->misfit),
+                   inversion->eps_r_min, inversion->eps_r_max, inversion->sigma_min, inversion->sigma_max,
+                   inversion->taper_radius_m > 0 ? fmt::format("; taper {} m", inversion->taper_radius_m) : "");
+        for (const StageSpec& s : inversion->stages)
+            fmt::print("    stage {}: {}, {}, up to {} iterations\n", s.name,
+                       s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
+                       s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations);
+    }
     fmt::print("  output    {}\n", output_dir(a.run, c));
 }
 

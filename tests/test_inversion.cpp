@@ -221,10 +221,11 @@ public:
         for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
             const double w = 1.0 + 0.1 * static_cast<double>(i % 7);
             const double de = m.eps_r.data()[i] - a_.data()[i];
-            const double ds = std::log(m.sigma.data()[i]) - std::log(b_.data()[i]);
+            const double sg = m.sigma.data()[i];  // 0 in air, which the objective ignores
+            const double ds = sg > 0 ? std::log(sg) - std::log(b_.data()[i]) : 0.0;
             j += 0.5 * w * de * de + 0.5 * ds * ds;
             ge.data()[i] = scale_ * w * de;
-            gs.data()[i] = scale_ * ds / m.sigma.data()[i];
+            gs.data()[i] = sg > 0 ? scale_ * ds / sg : 0.0;
         }
         return scale_ * j;
     }
@@ -303,6 +304,35 @@ double constrained_minimum(const Quadratic& q, const InversionSpec& s, double sc
         j += 0.5 * w * std::pow(std::clamp(a, s.eps_r_min, s.eps_r_max) - a, 2);
     }
     return scale * j;
+}
+
+// Air: sigma = 0 in a masked layer, with a regulariser on log(sigma) (which
+// must not see log 0) and both parameters free elsewhere.
+TEST(Tao, MaskedAirWithZeroConductivityAndRegularization) {
+    const Grid g{10, 8, 0.1, 0.1};
+    Quadratic q(g, 1.0);
+    InversionSpec spec = quadratic_spec();
+    spec.stages.erase(spec.stages.begin());  // the stage with both parameters
+    spec.regularize_sigma.tv = 1e-3;
+    spec.regularize_sigma.tikhonov = 1e-3;
+    ModelRegion air;
+    air.kind = ModelRegion::Kind::layer;
+    air.top = -1;
+    air.bottom = 0.15;  // rows 0 and 1
+    spec.mask = {air};
+    Model start = Model::uniform(g, 5.0, 0.002);
+    for (int ix = 0; ix < g.nx; ++ix)
+        for (int iz = 0; iz < 2; ++iz) {
+            start.eps_r(iz, ix) = 1.0;
+            start.sigma(iz, ix) = 0.0;
+        }
+    const InversionResult r = invert(start, spec, q, scratch_dir("air"), "", false);
+    for (int ix = 0; ix < g.nx; ++ix) {
+        EXPECT_EQ(r.model.sigma(0, ix), 0.0);
+        EXPECT_EQ(r.model.eps_r(1, ix), 1.0);
+    }
+    EXPECT_LT(r.history.back().misfit, r.history.front().misfit);
+    EXPECT_GT(r.history.size(), 3u);
 }
 
 TEST(Tao, TinyMisfitStillIterates) {

@@ -60,6 +60,7 @@ struct RunConfig {
     NoiseSpec noise;
     std::string observed;  // data.observed, resolved against the run file's folder; empty when absent
     std::string output_dir = "run";
+    bool has_inversion = false;  // the file has an `inversion` section (load_campaign reads it)
 
     Survey survey() const;
     /// What output files record as their `config`: two YAML documents, the run

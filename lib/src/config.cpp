@@ -514,6 +514,7 @@ RunConfig read_run_sections(const YAML::Node& root, const Reader& r, const std::
     read_survey(root, r, c);
     read_propagator(root, r, c);
     read_rest(root, r, c);
+    c.has_inversion = static_cast<bool>(root["inversion"]);
     return c;
 }
 

@@ -287,7 +287,9 @@ private:
             if (w.tikhonov == 0 && w.tv == 0) continue;
             Array2D q(g.nz, g.nx), gq(g.nz, g.nx);
             for (std::size_t i = 0; i < n_; ++i)
-                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_ : std::log(m.sigma.data()[i] / sigma_ref_);
+                // sigma may be 0 in masked nodes (air): the logarithm starts at the lower bound
+                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
+                                              : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
             Array2D part(g.nz, g.nx);
             if (w.tikhonov > 0) {
                 r += w.tikhonov * tikhonov(q, g.dx, g.dz, part);
@@ -361,6 +363,8 @@ private:
         const std::vector<double> xa = gather(x);
         std::vector<double> ga(xa.size());
         *f = objective(xa.data(), ga.data());
+        if (!std::isfinite(*f) || !std::all_of(ga.begin(), ga.end(), [](double v) { return std::isfinite(v); }))
+            throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
         PetscInt lo = 0, hi = 0;
         GPRFWI_PETSC(VecGetOwnershipRange(g, &lo, &hi));
         PetscScalar* gl = nullptr;
