@@ -11,6 +11,7 @@ packages=(
   petsc-dev                             # TAO (inversion)
   libhdf5-openmpi-dev                   # parallel HDF5
   libyaml-cpp-dev                       # run files
+  libfftw3-dev                          # wavelet estimation
   libcli11-dev libfmt-dev libspdlog-dev # command line, formatting, logging
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # micro-benchmarks

@@ -378,13 +378,14 @@ inversion:
   bounds: {eps_r: [2.0, 20.0], sigma: [1.0e-4, 0.05]}
   misfit: envelope
   stages:
-    - {name: low, max_frequency: 1.0e8, parameters: [eps_r], iterations: 5}
+    - {name: low, max_frequency: 1.0e8, parameters: [eps_r], iterations: 5, estimate_wavelet: true}
     - {name: both, parameters: [eps_r, sigma], iterations: 7, min_relative_decrease: 0.01, max_seconds: 60}
   regularization: {sigma: {tv: 0.5}}
   taper: {radius: 0.05}
   mask: [{type: rectangle, from: [0, 0], to: [0.98, 0.04]}]
   petsc_options: "-tao_ls_type armijo"
   save: {gradients: yes}
+  wavelet_water_level: 0.05
 )";
     const Campaign c = load_campaign(write_run_file("campaign", base));
     const InversionSpec& s = c.inversion;
@@ -395,6 +396,9 @@ inversion:
     EXPECT_TRUE(s.stages[0].invert_eps_r);
     EXPECT_FALSE(s.stages[0].invert_sigma);
     EXPECT_EQ(s.stages[0].max_frequency_hz, 1.0e8);
+    EXPECT_TRUE(s.stages[0].estimate_wavelet);
+    EXPECT_FALSE(s.stages[1].estimate_wavelet);
+    EXPECT_EQ(s.wavelet_water_level, 0.05);
     EXPECT_TRUE(s.stages[1].invert_sigma);
     EXPECT_EQ(s.stages[1].iterations, 7);
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
@@ -418,6 +422,7 @@ inversion:
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, iteration: 4}]"}, "inversion.stages[0].iteration: unknown key (did you mean 'iterations'?)"},
         {{"inversion.stages=[]"}, "inversion.stages: expected a non-empty list of stages"},
         {{"inversion.save.models=maybe"}, "inversion.save.models: expected true or false, got 'maybe'"},
+        {{"inversion.wavelet_water_level=0"}, "inversion.wavelet_water_level: expected a number in (0, 1], got 0"},
         {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
         {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
         {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},

@@ -25,6 +25,7 @@
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/regularization.hpp"
+#include "gprfwi/wavelet.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -200,6 +201,42 @@ TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
         std::copy_n(model.sigma.data(), n, x0.begin() + static_cast<std::ptrdiff_t>(n));
         expect_taylor_second_order(f, x0, dm, to_string(kind));
     }
+}
+
+/// On the true model, the least-squares wavelet of data made with one wavelet,
+/// estimated starting from another (wrong amplitude, frequency and delay),
+/// is the true one up to the water level.
+TEST(Wavelet, EstimateRecoversTheTrueWavelet) {
+    const Grid g{40, 32, 0.04, 0.05};
+    const Model truth = test::heterogeneous_model(g, 4);
+    const double dt = 0.9 * test::cfl_limit(g, truth.min_eps_mu(), 4);
+    Survey survey = test::random_survey(g, 3, 1, 5, 300, 3.0e8, dt, 9);
+    const std::vector<double> true_w = ricker(survey.nt, dt, 3.0e8, 6e-9, 2.0);
+    for (Shot& s : survey.shots) s.wavelet = true_w;
+    PropagatorOptions opt = fix_survey_wide_options(test::double_options(4, 8), truth, survey);
+    opt.backend = BackendKind::cpu;
+    const Traces observed = CpuPropagator(opt).forward(truth, survey);
+    Survey wrong = survey;
+    for (Shot& s : wrong.shots) s.wavelet = ricker(survey.nt, dt, 3.6e8, 7.5e-9, 0.5);  // covering the band
+    DistributedRunner runner(wrong, opt, 0);
+    FwiObjective objective(runner, observed, MisfitKind::l2);
+    const std::vector<double> w = objective.estimate_wavelet(truth, 1e-3);
+    double d = 0, n = 0, d0 = 0;
+    for (int i = 0; i < survey.nt; ++i) {
+        d += std::pow(w[i] - true_w[i], 2);
+        d0 += std::pow(wrong.shots[0].wavelet[i] - true_w[i], 2);
+        n += true_w[i] * true_w[i];
+    }
+    std::printf("wavelet error: %.3e (the starting wavelet's: %.3e)\n", std::sqrt(d / n), std::sqrt(d0 / n));
+    EXPECT_LT(std::sqrt(d / n), 0.02);
+    // the objective now uses it: the misfit on the true model is (almost) zero
+    Array2D ge, gs;
+    StageSpec full;
+    const double j = objective.evaluate(truth, full, ge, gs);
+    double energy = 0;
+    for (const auto& t : observed)
+        for (double v : t.samples()) energy += 0.5 * v * v;
+    EXPECT_LT(j, 1e-3 * energy);
 }
 
 // ---- the TAO driver on analytic objectives ----

@@ -62,6 +62,9 @@ public:
     /// this rank's shots only. Collective.
     GradientResult gradient(const Model& model, const ShotMisfit& misfit);
 
+    /// Gives every shot this source wavelet (nt samples).
+    void set_wavelet(const std::vector<double>& wavelet);
+
     /// Phases summed over the batches of the last call (this rank).
     const RunTimings& timings() const { return timings_; }
 

@@ -31,6 +31,7 @@ struct StageSpec {
     double gradient_tolerance = 0;      // stop when |g| < tol |g0| (TAO's gttol); 0: off
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
     int max_evaluations = 0;            // 0: 4 x iterations + 10
+    bool estimate_wavelet = false;      // least-squares wavelet at the stage's start (kept by later stages)
 };
 
 struct RegularizationSpec {
@@ -64,6 +65,7 @@ struct InversionSpec {
     std::vector<Position> taper_points;
     bool save_models = true, save_gradients = false;
     std::string true_model;             // HDF5 model for synthetic studies: model errors in the history
+    double wavelet_water_level = 0.01;  // of the wavelet estimate, relative to the strongest frequency
 };
 
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d
@@ -73,6 +75,13 @@ class InversionObjective {
 public:
     virtual ~InversionObjective() = default;
     virtual double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) = 0;
+    /// The least-squares source wavelet for the model (all shots share it),
+    /// which the objective then uses. Collective.
+    virtual std::vector<double> estimate_wavelet(const Model& model, double water_level);
+    /// Use this wavelet from now on (a resumed run restores an estimate).
+    virtual void set_wavelet(const std::vector<double>& wavelet);
+    /// Sampling interval of the wavelet, s.
+    virtual double wavelet_dt() const { return 1.0; }
 };
 
 class DistributedRunner;
@@ -85,6 +94,9 @@ public:
     /// `observed` holds the traces of runner.shots(), in order.
     FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind);
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
+    std::vector<double> estimate_wavelet(const Model& model, double water_level) override;
+    void set_wavelet(const std::vector<double>& wavelet) override;
+    double wavelet_dt() const override;
 
 private:
     DistributedRunner& runner_;

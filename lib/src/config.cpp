@@ -409,7 +409,7 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
-    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save",
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level",
                    "true_model"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
@@ -424,7 +424,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         const std::string sp = fmt::format("{}.stages[{}]", p, i);
         const YAML::Node n = stages[i];
         r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                      "gradient_tolerance", "max_seconds", "max_evaluations"});
+                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet"});
         StageSpec st;
         st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
         if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
@@ -451,6 +451,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
         if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
         if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
+        if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
         s.stages.push_back(st);
     }
     if (const YAML::Node reg = inv["regularization"]) {
@@ -473,6 +474,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
         for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));
     }
+    if (inv["wavelet_water_level"])
+        s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     if (const YAML::Node taper = inv["taper"]) {
         r.map(taper, p + ".taper", {"radius"});

@@ -130,6 +130,12 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     return total;
 }
 
+void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
+    if (wavelet.size() != static_cast<std::size_t>(survey_.nt))
+        throw SizeMismatch(fmt::format("set_wavelet: {} samples, the survey has nt = {}", wavelet.size(), survey_.nt));
+    for (Shot& s : survey_.shots) s.wavelet = wavelet;
+}
+
 Traces DistributedRunner::gather(const Traces& local) const {
     const parallel::Place& p = parallel::place();
     if (p.size == 1) return local;

@@ -23,6 +23,7 @@
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/regularization.hpp"
+#include "gprfwi/wavelet_estimation.hpp"
 
 namespace gprfwi {
 
@@ -568,6 +569,33 @@ double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2
     return g.misfit;
 }
 
+std::vector<double> InversionObjective::estimate_wavelet(const Model&, double) {
+    throw InvalidArgument("this objective has no source wavelet to estimate");
+}
+
+void InversionObjective::set_wavelet(const std::vector<double>&) {
+    throw InvalidArgument("this objective has no source wavelet");
+}
+
+std::vector<double> FwiObjective::estimate_wavelet(const Model& model, double water_level) {
+    const Traces synthetic = runner_.forward(model);
+    const Survey& survey = runner_.survey();
+    WaveletEstimator estimator(survey.nt);
+    for (std::size_t i = 0; i < synthetic.size(); ++i)
+        for (int r = 0; r < synthetic[i].n_receivers(); ++r) estimator.add(synthetic[i].receiver(r), observed_[i].receiver(r));
+    parallel::sum(estimator.sums().data(), estimator.sums().size());
+    const std::vector<double> w = estimator.estimate(survey.shots.front().wavelet, water_level);
+    set_wavelet(w);
+    return w;
+}
+
+double FwiObjective::wavelet_dt() const { return runner_.survey().dt; }
+
+void FwiObjective::set_wavelet(const std::vector<double>& wavelet) {
+    runner_.set_wavelet(wavelet);
+    misfit_.reset();  // nothing cached depends on it, but keep the state simple
+}
+
 void install_stop_signal_handlers() {
     struct sigaction sa = {};
     sa.sa_handler = on_stop_signal;
@@ -579,6 +607,45 @@ void install_stop_signal_handlers() {
 bool stop_requested() { return g_stop != 0; }
 void request_stop() { g_stop = 1; }
 void clear_stop_request() { g_stop = 0; }
+
+namespace {
+
+std::string wavelet_file(const std::string& out_dir, int stage_index, const std::string& name) {
+    return (std::filesystem::path(out_dir) / fmt::format("wavelet_{:02}_{}.h5", stage_index + 1, name)).string();
+}
+
+/// Before stage k: on a resume, restore the latest estimated wavelet of the
+/// stages already begun; then, for a stage that estimates one and has not yet,
+/// estimate it (collectively) and write it out (rank 0).
+void prepare_wavelet(const InversionSpec& spec, InversionObjective& objective, const Model& model, const std::string& out_dir,
+                     const std::string& config, int k, int first, bool resumed) {
+    const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
+    int restored = -1;
+    if (resumed && k == first) {
+        for (int j = k; j >= 0 && restored < 0; --j) {
+            const StageSpec& s = spec.stages[static_cast<std::size_t>(j)];
+            const std::string file = wavelet_file(out_dir, j, s.name);
+            if (!s.estimate_wavelet || !std::filesystem::exists(file)) continue;
+            objective.set_wavelet(read_vector_h5(file, "wavelet", objective.wavelet_dt()));
+            restored = j;
+            spdlog::info("stage {}: using the wavelet estimated for stage {} ({})", stage.name, s.name, file);
+        }
+    }
+    if (!stage.estimate_wavelet || restored == k) return;
+    const std::vector<double> w = objective.estimate_wavelet(model, spec.wavelet_water_level);
+    const std::string file = wavelet_file(out_dir, k, stage.name);
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        write_vector_h5(file, "wavelet", w, objective.wavelet_dt(),
+                        "wavelet: source current in A at t = (n + 1/2) dt; dt: s", config);
+    });
+    double peak = 0;
+    for (double v : w) peak = std::max(peak, std::abs(v));
+    spdlog::info("stage {}: estimated the source wavelet (water level {}), peak {:.4g} A; wrote {}", stage.name,
+                 spec.wavelet_water_level, peak, file);
+}
+
+}  // namespace
 
 InversionResult invert(const Model& start, const InversionSpec& spec, InversionObjective& objective,
                        const std::string& out_dir, const std::string& config_text, bool resume) {
@@ -630,6 +697,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
                      stage.invert_eps_r ? (stage.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
                      stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
                      stage.iterations, "");
+        prepare_wavelet(spec, objective, result.model, out_dir, config_text, k, first, state.has_value());
         StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k);
         std::optional<CheckpointState> resume_state;
         if (state && state->stage == k && !state->stage_done) resume_state = state;
