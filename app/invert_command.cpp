@@ -48,7 +48,7 @@ std::string run_record(const Campaign& c, const std::string& petsc_options, cons
     const auto devices = parallel::gather(fmt::format("rank {} on {}: {}", p.rank, p.host, device));
     std::string s = fmt::format("gprfwi {} (git {})\n", GPRFWI_VERSION, GPRFWI_GIT_REVISION);
     for (const auto& [name, version] : library_versions()) s += fmt::format("{}: {}\n", name, version);
-    s += fmt::format("PETSc: {}\nPETSc options: {}\nranks: {}\n", petsc_version(), petsc_options.empty() ? "(none)" : petsc_options, p.size);
+    s += fmt::format("PETSc options: {}\nranks: {}\n", petsc_options.empty() ? "(none)" : petsc_options, p.size);
     for (const auto& d : devices) s += d + "\n";
     s += "campaign (" + c.run.file + "):\n" + config_text + "\n";
     return s;

@@ -153,7 +153,7 @@ public:
     PetscSession& operator=(const PetscSession&) = delete;
 };
 
-/// "PETSc 3.18.5".
+/// The PETSc version this build uses, "3.18.5".
 std::string petsc_version();
 
 }  // namespace gprfwi

@@ -7,7 +7,7 @@
 
 namespace gprfwi {
 
-/// (library, version) pairs: HDF5, MPI, fmt, CUDA runtime (when compiled).
+/// (library, version) pairs: HDF5, MPI, fmt, PETSc, CUDA runtime (when compiled).
 std::vector<std::pair<std::string, std::string>> library_versions();
 
 }  // namespace gprfwi

@@ -504,6 +504,16 @@ private:
         GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
         GPRFWI_PETSC(TaoSetMonitor(tao, &StageRun::monitor, this, nullptr));
         GPRFWI_PETSC(TaoSetFromOptions(tao));  // -tao_* from inversion.petsc_options and the command line
+        TaoType type = nullptr;
+        GPRFWI_PETSC(TaoGetType(tao, &type));
+        spdlog::debug("stage {}: TAO type {}", stage_.name, type ? type : "?");
+        if (type && std::string(type) != TAOBLMVM) {
+            const std::string t = type;
+            const bool bounded = t == TAOBLMVM || t == TAOBQNLS || t == TAOBQNKLS || t == TAOBQNKTR || t == TAOBQNKTL ||
+                                 t == TAOBNLS || t == TAOBNTR || t == TAOBNTL || t == TAOTRON || t == TAOGPCG || t == TAOBNCG;
+            spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
+                         bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
+        }
         const PetscErrorCode rc = TaoSolve(tao);
         TaoConvergedReason reason = TAO_CONTINUE_ITERATING;
         if (rc == 0) TaoGetConvergedReason(tao, &reason);
@@ -724,9 +734,7 @@ PetscSession::PetscSession(const std::string& options) {
 PetscSession::~PetscSession() { PetscFinalize(); }
 
 std::string petsc_version() {
-    char v[256] = {};
-    PetscGetVersion(v, sizeof v);
-    return v;
+    return fmt::format("{}.{}.{}", PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR);
 }
 
 }  // namespace gprfwi

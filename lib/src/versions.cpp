@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gprfwi/cuda_backend.hpp"
+#include "gprfwi/inversion.hpp"
 
 namespace gprfwi {
 
@@ -21,6 +22,7 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
     if (const auto nl = mpi_text.find_first_of(",\n"); nl != std::string::npos) mpi_text.resize(nl);
     v.emplace_back("MPI", mpi_text);
     v.emplace_back("fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100));
+    v.emplace_back("PETSc", petsc_version());
     v.emplace_back("CUDA", cuda_runtime_version());
     return v;
 }
