@@ -81,6 +81,7 @@ void run_forward(const ForwardArgs& a) {
     const double local_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     Traces traces = runner.gather(local);
     const double seconds = parallel::max(local_seconds);
+    const auto write0 = std::chrono::steady_clock::now();
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
         const double noise_std = add_noise(traces, noise);
@@ -98,6 +99,10 @@ void run_forward(const ForwardArgs& a) {
                      static_cast<double>(g.cells()) * ts.nt_internal * static_cast<double>(survey.shots.size()) / seconds, peak);
         spdlog::info("wrote {} and {} (+ .xdmf)", path, model_path);
     });
+    const RunTimings& t = runner.timings();
+    spdlog::info("timing (rank 0): set-up {:.3f} s, propagation {:.3f} s, host {:.3f} s, I/O {:.3f} s, communication {:.3f} s",
+                 t.setup_s, t.forward_s, t.other_s,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - write0).count(), runner.communication_seconds());
 }
 
 }  // namespace

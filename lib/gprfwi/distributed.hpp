@@ -55,7 +55,7 @@ public:
 
     /// The traces of every shot on the root rank (empty elsewhere), from each
     /// rank's forward() result.
-    Traces gather(const Traces& local) const;
+    Traces gather(const Traces& local);
 
     /// Misfit and gradient with respect to eps_r and sigma summed over all
     /// ranks (identical on every rank); `synthetic` and `grad_wavelet` hold
@@ -67,15 +67,19 @@ public:
 
     /// Phases summed over the batches of the last call (this rank).
     const RunTimings& timings() const { return timings_; }
+    /// Seconds spent in MPI reductions and gathers since construction (this rank).
+    double communication_seconds() const { return communication_s_; }
 
 private:
     Survey batch_survey(std::size_t first, std::size_t count) const;
+    void log_batch(std::size_t first, std::size_t count, const char* what) const;
 
     Survey survey_;
     std::vector<std::size_t> shots_;
     int shots_per_batch_;
     std::unique_ptr<Propagator> propagator_;
     RunTimings timings_;
+    double communication_s_ = 0;
 };
 
 }  // namespace gprfwi

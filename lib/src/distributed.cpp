@@ -1,10 +1,12 @@
 #include "gprfwi/distributed.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 #include <fmt/format.h>
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/parallel.hpp"
@@ -90,6 +92,7 @@ Traces DistributedRunner::forward(const Model& model) {
             const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
+            log_batch(first, b.shots.size(), "forward");
             for (auto& s : t) out.push_back(std::move(s));
         }
     });
@@ -108,6 +111,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
+            log_batch(first, b.shots.size(), "gradient");
             total.misfit += g.misfit;
             for (std::size_t i = 0; i < total.grad_eps_r.size(); ++i) {
                 total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
@@ -123,7 +127,9 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     std::copy_n(total.grad_eps_r.data(), n, buffer.begin());
     std::copy_n(total.grad_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
     buffer[2 * n] = total.misfit;
+    const auto t0 = std::chrono::steady_clock::now();
     parallel::sum(buffer.data(), buffer.size());
+    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::copy_n(buffer.begin(), n, total.grad_eps_r.data());
     std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.grad_sigma.data());
     total.misfit = buffer[2 * n];
@@ -136,9 +142,19 @@ void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
     for (Shot& s : survey_.shots) s.wavelet = wavelet;
 }
 
-Traces DistributedRunner::gather(const Traces& local) const {
+void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
+    const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+    const std::size_t batches = (shots_.size() + per - 1) / per;
+    if (batches < 2) return;  // one batch: the command's own lines say it all
+    spdlog::info("{} batch {}/{} (shots {}..{} of this rank) done; {:.1f} s so far", what, first / per + 1, batches,
+                 shots_[first], shots_[first + count - 1],
+                 timings_.setup_s + timings_.forward_s + timings_.adjoint_s + timings_.other_s);
+}
+
+Traces DistributedRunner::gather(const Traces& local) {
     const parallel::Place& p = parallel::place();
     if (p.size == 1) return local;
+    const auto t0 = std::chrono::steady_clock::now();
     // each rank's shots are a contiguous block, so rank order is shot order
     std::vector<double> mine;
     for (const auto& t : local) mine.insert(mine.end(), t.samples().begin(), t.samples().end());
@@ -160,6 +176,7 @@ Traces DistributedRunner::gather(const Traces& local) const {
     const int rc = MPI_Gatherv(mine.data(), n, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
                                MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) throw Error("gather: MPI_Gatherv failed");
+    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (p.rank != 0) return {};
     Traces out = make_traces(survey_);
     std::size_t at = 0;
