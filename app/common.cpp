@@ -1,8 +1,13 @@
 #include "common.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -28,15 +33,59 @@ void make_output_dir(const std::string& dir) {
     });
 }
 
+namespace {
+// warnings and errors of the other ranks, kept for the summary on rank 0
+std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> g_kept;
+}  // namespace
+
 void setup_logging(const std::string& level) {
     const parallel::Place& p = parallel::place();
     auto logger = spdlog::stderr_color_mt("gprfwi");
+    if (p.rank != 0) {
+        g_kept = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+        g_kept->set_level(spdlog::level::warn);
+        g_kept->set_pattern(fmt::format("rank {}: %v", p.rank));
+        logger->sinks().push_back(g_kept);
+    }
     if (p.size > 1)
         logger->set_pattern(fmt::format("[%H:%M:%S.%e] [rank {}] [%^%l%$] %v", p.rank));
     else
         logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
     logger->set_level(p.rank == 0 ? spdlog::level::from_str(level) : spdlog::level::warn);
     spdlog::set_default_logger(logger);
+}
+
+void summarize_other_ranks_warnings() {
+    std::string mine;
+    if (g_kept)
+        for (const std::string& line : g_kept->last_formatted()) mine += line;  // each ends with a newline
+    const auto all = parallel::gather(mine);
+    if (!parallel::is_root()) return;
+    std::string text;
+    for (const auto& t : all) text += t;
+    if (text.empty()) return;
+    spdlog::warn("warnings from the other ranks (also printed as they happened):\n{}", text);
+}
+
+std::function<void(const char*, int, int)> make_progress_display() {
+    if (!parallel::is_root() || spdlog::get_level() > spdlog::level::info) return {};
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    auto last_quarter = std::make_shared<int>(-1);
+    return [tty, last_quarter](const char* phase, int done, int total) {
+        const int percent = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+        if (tty) {
+            const int width = 30, filled = percent * width / 100;
+            std::fprintf(stderr, "\r  %-8s [%s%s] %3d%%", phase, std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                         std::string(static_cast<std::size_t>(width - filled), '.').c_str(), percent);
+            if (done == total) std::fprintf(stderr, "\n");
+            std::fflush(stderr);
+            return;
+        }
+        const int quarter = percent / 25;
+        if (done == 0 || quarter == *last_quarter) return;
+        *last_quarter = done == total ? -1 : quarter;
+        spdlog::info("  {} time loop: {}% ({} of {} steps)", phase, percent, done, total);
+    };
 }
 
 std::string format_seconds(double s) {

@@ -2,6 +2,7 @@
 // What the run-file commands share: their common options, loading the run
 // file on every rank, logging, and the output folder.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,15 @@ void make_output_dir(const std::string& dir);
 /// Logging: rank 0 logs at `level`; other ranks log warnings and errors only,
 /// each line tagged with the rank.
 void setup_logging(const std::string& level);
+
+/// Collective, at the end of a command: rank 0 lists the warnings and errors
+/// the other ranks logged (each rank keeps its last 64).
+void summarize_other_ranks_warnings();
+
+/// A progress display for the time loops (PropagatorOptions::progress), on
+/// rank 0 only (empty elsewhere): a bar redrawn in place on an interactive
+/// terminal, plain lines at every 25% in a batch log.
+std::function<void(const char*, int, int)> make_progress_display();
 
 /// "12.3 s", "4 min 05 s".
 std::string format_seconds(double s);

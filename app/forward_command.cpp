@@ -67,6 +67,7 @@ void run_forward(const ForwardArgs& a) {
                      model.grid.nz, model.grid.dx, survey.shots.size(), survey.nt, survey.dt);
     }
     opt = fix_survey_wide_options(opt, model, survey);
+    opt.progress = make_progress_display();
     const TimeStepping ts = plan_time_stepping(model, survey, opt.stencil_order, opt.allow_substeps);
     DistributedRunner runner(survey, opt, shots_per_batch);
     const parallel::Place& place = parallel::place();

@@ -31,7 +31,8 @@ void run_gradient(const RunArgs& a) {
     if (c.observed.empty())
         throw ConfigError(fmt::format("{}: data.observed: the gradient command needs observed data (HDF5 traces)", c.file));
     const Survey survey = c.survey();
-    const PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
+    PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
+    opt.progress = make_progress_display();
     DistributedRunner runner(survey, opt, c.shots_per_batch);
     std::unique_ptr<ShotL2Misfit> misfit;
     const auto read0 = std::chrono::steady_clock::now();

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
     gprfwi::app::add_invert_command(app);
     try {
         app.parse(argc, argv);
+        gprfwi::app::summarize_other_ranks_warnings();
     } catch (const CLI::ParseError& e) {
         const int code = gprfwi::parallel::is_root() ? app.exit(e) : e.get_exit_code();
         return code == 0 ? 0 : 2;

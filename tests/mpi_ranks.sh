@@ -4,9 +4,11 @@
 # data from 1 and 3 ranks are identical; a rank that fails (a NaN in the
 # observed data of a shot it owns) ends the run on every rank with an error
 # and no output.
-# Usage: mpi_ranks.sh GPRFWI H5COMPARE RUN_FILE WORK_DIR
+# With a fifth argument (the library_gradient helper), the CLI's gradient.h5
+# is also compared with one computed by direct library calls.
+# Usage: mpi_ranks.sh GPRFWI H5COMPARE RUN_FILE WORK_DIR [LIBRARY_GRADIENT]
 set -eu
-gprfwi=$1 compare=$2 run=$3 work=$4
+gprfwi=$1 compare=$2 run=$3 work=$4 library=${5:-}
 rm -rf "$work" && mkdir -p "$work"
 mpi="${MPIEXEC:-mpiexec} --oversubscribe"
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -24,6 +26,10 @@ done
 for np in 2 3 4 6; do
   "$compare" "$work/grad1/gradient.h5" "$work/grad$np/gradient.h5" 1e-10 @misfit /grad_eps_r /grad_sigma
 done
+if [ -n "$library" ]; then
+  "$library" "$run" "$work/library.h5" model.smoothing=0.15 data.observed="$work/obs1/synthetic.h5"
+  "$compare" "$work/library.h5" "$work/grad1/gradient.h5" 1e-12 @misfit /grad_eps_r /grad_sigma
+fi
 
 # rank 1 of 2 owns shots 3 and 4: poison shot 4 of the observed data
 cp "$work/obs1/synthetic.h5" "$work/poisoned.h5"

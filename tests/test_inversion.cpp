@@ -239,6 +239,23 @@ TEST(Wavelet, EstimateRecoversTheTrueWavelet) {
     EXPECT_LT(j, 1e-3 * energy);
 }
 
+// The time loops report their progress: every 256 steps and the last, forward then adjoint.
+TEST(Progress, TimeLoopsReportTheirSteps) {
+    const Grid g{30, 24, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 3);
+    const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4);
+    const Survey survey = test::random_survey(g, 1, 1, 3, 600, 4.0e8, dt, 9);
+    PropagatorOptions opt = test::double_options(4, 6);
+    std::vector<std::string> seen;
+    opt.progress = [&](const char* phase, int done, int total) { seen.push_back(fmt::format("{} {}/{}", phase, done, total)); };
+    const Traces observed = CpuPropagator(opt).forward(model, survey);
+    EXPECT_EQ(seen, (std::vector<std::string>{"forward 256/600", "forward 512/600", "forward 600/600"}));
+    seen.clear();
+    CpuPropagator(opt).gradient(model, survey, observed);
+    EXPECT_EQ(seen, (std::vector<std::string>{"forward 256/600", "forward 512/600", "forward 600/600", "adjoint 256/600",
+                                              "adjoint 512/600", "adjoint 600/600"}));
+}
+
 // ---- the TAO driver on analytic objectives ----
 
 /// J = 1/2 sum w (eps_r - a)^2 + 1/2 sum v (ln sigma - ln b)^2, scaled by `scale`.

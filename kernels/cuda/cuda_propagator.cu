@@ -233,6 +233,7 @@ public:
             step(f, m, keep, j, true);
             if (j) level_written(j);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
+            report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
@@ -277,6 +278,7 @@ public:
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
             k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+            report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
         if (const int c = s_.checkpoint_steps) {
             // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a

@@ -4,6 +4,7 @@
 // Backends (CPU now, CUDA next) hide behind it.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,10 @@ struct PropagatorOptions {
     int blowup_check_interval = 64;
     /// CUDA device; < 0 selects the MPI local rank modulo the device count.
     int device = -1;
+    /// Called from the time loops' host thread every 256 internal steps and at
+    /// the last, with the phase ("forward" or "adjoint"), the steps done and
+    /// the steps in all; empty: no reports. For progress displays.
+    std::function<void(const char* phase, int done, int total)> progress;
 
     void validate() const;
 };

@@ -77,6 +77,11 @@ inline bool blowup_check_due(const PropagationSetup& s, int every, int step) {
     return (every > 0 && (step + 1) % every == 0) || step + 1 == s.time.nt_internal || step == 0;
 }
 
+/// Reports time-loop progress through options.progress (see there).
+inline void report_progress(const PropagatorOptions& options, const char* phase, int done, int total) {
+    if (options.progress && (done % 256 == 0 || done == total)) options.progress(phase, done, total);
+}
+
 /// Throws NumericalBlowup for NaN/Inf in `what` of shot `shot` at internal `step`.
 [[noreturn]] void throw_blowup(const PropagationSetup& setup, const char* what, int shot, int step);
 

@@ -79,6 +79,7 @@ public:
             if (keep_levels && !c)
                 if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
+            report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
         return traces;
     }
@@ -115,6 +116,7 @@ public:
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+            report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
         if (const int c = s_.checkpoint_steps) {
             // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
