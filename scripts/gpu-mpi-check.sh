@@ -20,7 +20,7 @@ sed 's/backend: cpu/backend: cuda/' "$here/tests/data/small_crosshole.yaml" > "$
 echo "mpi_ranks on cuda: exit $?"; grep -E "ok  |FAIL|passed|backend" "$out/mpi_ranks_cuda.log" | head -30
 # the example campaign on 2 GPUs
 cd "$work" && cp -r "$here/configs" .
-mpirun -np 2 "$bin/gprfwi" forward configs/example.yaml > "$out/example_forward.log" 2>&1
+mpirun -np 2 "$bin/gprfwi" forward configs/crosshole-true.yaml > "$out/example_forward.log" 2>&1
 /usr/bin/time -v mpirun -np 2 "$bin/gprfwi" invert configs/crosshole-campaign.yaml --set propagator.backend=cuda > "$out/example_invert.log" 2>&1
 echo "example campaign: exit $?"
 grep -E "backend|done in|misfit .* ->|model error|Elapsed" "$out/example_invert.log" | cut -c1-250
