@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "gprfwi/config.hpp"
+#include "gprfwi/data_misfits.hpp"
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/parallel.hpp"
@@ -34,10 +35,11 @@ void run_gradient(const RunArgs& a) {
     PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
     opt.progress = make_progress_display();
     DistributedRunner runner(survey, opt, c.shots_per_batch);
-    std::unique_ptr<ShotL2Misfit> misfit;
+    std::unique_ptr<BandLimitedMisfit> misfit;  // L2, full band
     const auto read0 = std::chrono::steady_clock::now();
     parallel::collectively([&] {
-        misfit = std::make_unique<ShotL2Misfit>(runner.shots(), read_traces_h5(c.observed, survey, runner.shots()));
+        misfit = std::make_unique<BandLimitedMisfit>(MisfitKind::l2, runner.shots(),
+                                                     read_traces_h5(c.observed, survey, runner.shots()), 0.0, survey.dt);
     });
     double io_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - read0).count();
     spdlog::info("{}: {} x {} nodes ({}), {} shots over {} rank(s), {} samples; observed data {}; backend {}", c.file,

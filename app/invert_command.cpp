@@ -87,11 +87,8 @@ void run_invert(const InvertArgs& a) {
     const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
-        const auto path = std::filesystem::path(dir) / (a.resume ? "run-info-resume.txt" : "run-info.txt");
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        if (!f) throw Error(fmt::format("{}: cannot create the file", path.string()));
-        std::fputs(record.c_str(), f);
-        std::fclose(f);
+        write_text_atomically((std::filesystem::path(dir) / (a.resume ? "run-info-resume.txt" : "run-info.txt")).string(),
+                              record);
     });
     spdlog::info("{}: {} x {} nodes, {} shots over {} rank(s), backend {}, misfit {}, {} stage(s); output {}", run.file,
                  run.grid.nx, run.grid.nz, survey.shots.size(), parallel::place().size, runner.propagator().name(),

@@ -25,19 +25,6 @@ public:
     virtual double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const = 0;
 };
 
-/// J_s = 1/2 sum (synthetic - observed)^2 against the observed traces of the
-/// listed shots (`observed[i]` belongs to shot `shots[i]`).
-class ShotL2Misfit final : public ShotMisfit {
-public:
-    ShotL2Misfit(std::vector<std::size_t> shots, Traces observed);
-    double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const override;
-    const ShotTraces& observed(std::size_t shot) const;
-
-private:
-    std::vector<std::size_t> shots_;
-    Traces observed_;
-};
-
 class DistributedRunner {
 public:
     /// `options` must already be fixed survey-wide (fix_survey_wide_options),

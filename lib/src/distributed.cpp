@@ -13,33 +13,6 @@
 
 namespace gprfwi {
 
-ShotL2Misfit::ShotL2Misfit(std::vector<std::size_t> shots, Traces observed)
-    : shots_(std::move(shots)), observed_(std::move(observed)) {
-    if (shots_.size() != observed_.size())
-        throw SizeMismatch(fmt::format("ShotL2Misfit: {} shots but {} observed gathers", shots_.size(), observed_.size()));
-}
-
-const ShotTraces& ShotL2Misfit::observed(std::size_t shot) const {
-    const auto it = std::find(shots_.begin(), shots_.end(), shot);
-    if (it == shots_.end()) throw InvalidArgument(fmt::format("ShotL2Misfit: no observed data for shot {}", shot));
-    return observed_[static_cast<std::size_t>(it - shots_.begin())];
-}
-
-double ShotL2Misfit::evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const {
-    const ShotTraces& o = observed(shot);
-    if (o.samples().size() != synthetic.samples().size())
-        throw SizeMismatch(fmt::format("observed shot {} has {} samples, synthetic has {}", shot, o.samples().size(),
-                                       synthetic.samples().size()));
-    adjoint = synthetic;
-    double j = 0;
-    auto& r = adjoint.samples();
-    for (std::size_t i = 0; i < r.size(); ++i) {
-        r[i] -= o.samples()[i];
-        j += 0.5 * r[i] * r[i];
-    }
-    return j;
-}
-
 namespace {
 
 /// The batch's view of a ShotMisfit: local shot i is survey shot first + i... of the rank's list.

@@ -96,17 +96,6 @@ void write_atomically(const std::string& path, Fill&& fill) {
     }
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) {
-        std::remove(tmp.c_str());
-        throw Error(fmt::format("{}: cannot write the file", path));
-    }
-    std::filesystem::rename(tmp, path);
-}
 
 /// The XDMF sidecar (same name, .xdmf) that lets ParaView open [nz][nx] float64 datasets of `h5`.
 void write_xdmf(const std::string& h5_path, const Grid& grid, const char* grid_name, const std::vector<std::string>& names) {
@@ -388,6 +377,18 @@ Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* att
         value = text;
     }
     return m;
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) {
+        std::remove(tmp.c_str());
+        throw Error(fmt::format("{}: cannot write the file", path));
+    }
+    std::filesystem::rename(tmp, path);
 }
 
 }  // namespace gprfwi

@@ -38,18 +38,6 @@ void petsc_check(PetscErrorCode code, const char* what) {
 }
 #define GPRFWI_PETSC(call) petsc_check((call), #call)
 
-/// Writes a small text file through a temporary name.
-void write_text_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::FILE* f = std::fopen(tmp.c_str(), "w");
-        if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
-        const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-        if (std::fclose(f) != 0 || !ok) throw Error(fmt::format("{}: cannot write the file", tmp));
-    }
-    std::filesystem::rename(tmp, path);
-}
-
 double relative_error(const Array2D& a, const Array2D& truth) {
     double d = 0, n = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -450,7 +438,7 @@ private:
             a.texts = {{"history", csv}};
             // the checkpoint first: it is the truth a resume starts from
             write_model_h5((std::filesystem::path(out_) / "checkpoint.h5").string(), model_, config_, a);
-            write_text_file((std::filesystem::path(out_) / "history.csv").string(), csv);
+            write_text_atomically((std::filesystem::path(out_) / "history.csv").string(), csv);
         });
     }
 
