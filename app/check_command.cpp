@@ -75,7 +75,7 @@ void run_check(const CheckArgs& a) {
         else if (r == 8)
             fmt::print("    ...\n");
     }
-    fmt::print("  data      {}\n", c.observed.empty() ? "(none)" : c.observed);
+    fmt::print("  data      {}\n", c.observed.file.empty() ? "(none)" : c.observed.describe());
     if (inversion) {
         fmt::print("  inversion {} misfit; eps_r in [{}, {}], sigma in [{}, {}] S/m{}\n", to_string(inversion->misfit),
                    inversion->eps_r_min, inversion->eps_r_max, inversion->sigma_min, inversion->sigma_max,

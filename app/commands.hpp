@@ -11,5 +11,6 @@ void add_check_command(CLI::App& app);
 void add_gradient_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_invert_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace gprfwi::app

@@ -1,7 +1,8 @@
 // `gprfwi forward [RUN.yaml]`: synthetic traces of a run file, or of the
 // built-in example, written to OUTPUT/synthetic.h5 (docs/hdf5.md) with the
 // model beside them (OUTPUT/model.h5 + .xdmf). Under MPI each rank models its
-// own shots; rank 0 gathers the traces, adds the noise and writes.
+// own shots; rank 0 gathers the traces, adds the noise and writes
+// (also OUTPUT/synthetic.sgy with `output.segy: true`).
 
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/example.hpp"
 #include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/segy.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
 
@@ -40,7 +42,8 @@ void run_forward(const ForwardArgs& a) {
     PropagatorOptions opt;
     NoiseSpec noise;
     int shots_per_batch = 0;
-    std::string dir, config_text;
+    bool segy = false;
+    std::string dir, config_text, description = "gprfwi forward: built-in example";
     if (!a.run.run_file.empty()) {
         // everything is validated before anything is written
         const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
@@ -49,6 +52,8 @@ void run_forward(const ForwardArgs& a) {
         opt = c.propagator;
         noise = c.noise;
         shots_per_batch = c.shots_per_batch;
+        segy = c.output_segy;
+        description = "gprfwi forward: " + c.file;
         dir = output_dir(a.run, c);
         config_text = c.record(a.run.overrides);
         spdlog::info("{}: {} x {} nodes ({}), {} shots, {} samples of {:.3g} s; wavelet {}", c.file, model.grid.nx,
@@ -94,6 +99,11 @@ void run_forward(const ForwardArgs& a) {
         const auto model_path = (std::filesystem::path(dir) / "model.h5").string();
         write_traces_h5(path, survey, traces, config_text);
         write_model_h5(model_path, model, config_text);
+        if (segy) {
+            const auto segy_path = (std::filesystem::path(dir) / "synthetic.sgy").string();
+            write_segy(segy_path, survey, traces, description);
+            spdlog::info("wrote {}", segy_path);
+        }
         const PaddedGrid g(model.grid, opt.cpml.widths);
         spdlog::info("forward modelling took {} on the slowest rank ({:.3g} cell-steps/s in all); peak |Ey| = {:.4g} V/m",
                      format_seconds(seconds),

@@ -29,8 +29,8 @@ namespace {
 
 void run_gradient(const RunArgs& a) {
     const RunConfig c = load_run_config(a.run_file, a.overrides);
-    if (c.observed.empty())
-        throw ConfigError(fmt::format("{}: data.observed: the gradient command needs observed data (HDF5 traces)", c.file));
+    if (c.observed.file.empty())
+        throw ConfigError(fmt::format("{}: data.observed: the gradient command needs observed data (HDF5 or SEG-Y traces)", c.file));
     const Survey survey = c.survey();
     PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
     opt.progress = make_progress_display();
@@ -39,11 +39,11 @@ void run_gradient(const RunArgs& a) {
     const auto read0 = std::chrono::steady_clock::now();
     parallel::collectively([&] {
         misfit = std::make_unique<BandLimitedMisfit>(MisfitKind::l2, runner.shots(),
-                                                     read_traces_h5(c.observed, survey, runner.shots()), 0.0, survey.dt);
+                                                     read_observed(c.observed, survey, runner.shots()), 0.0, survey.dt);
     });
     double io_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - read0).count();
     spdlog::info("{}: {} x {} nodes ({}), {} shots over {} rank(s), {} samples; observed data {}; backend {}", c.file,
-                 c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt, c.observed,
+                 c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt, c.observed.describe(),
                  runner.propagator().name());
     const std::string dir = output_dir(a, c);
     make_output_dir(dir);

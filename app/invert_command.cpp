@@ -72,7 +72,7 @@ void run_invert(const InvertArgs& a) {
     }
     DistributedRunner runner(survey, opt, run.shots_per_batch);
     Traces observed;
-    parallel::collectively([&] { observed = read_traces_h5(run.observed, survey, runner.shots()); });
+    parallel::collectively([&] { observed = read_observed(run.observed, survey, runner.shots()); });
     FwiObjective objective(runner, std::move(observed), spec.misfit);
 
     std::string petsc_options = spec.petsc_options;

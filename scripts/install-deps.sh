@@ -12,10 +12,12 @@ packages=(
   libhdf5-openmpi-dev                   # parallel HDF5
   libyaml-cpp-dev                       # run files
   libfftw3-dev                          # wavelet estimation
+  libsegyio-dev                         # SEG-Y traces
   libcli11-dev libfmt-dev libspdlog-dev # command line, formatting, logging
   libgtest-dev libgmock-dev             # tests
   libbenchmark-dev                      # micro-benchmarks
   python3-matplotlib python3-h5py python3-numpy   # scripts/plot/
+  python3-segyio                        # tests: SEG-Y files read and written by an independent library
   hdf5-tools                            # h5dump, h5ls for looking into outputs
 )
 

@@ -1,14 +1,17 @@
 #!/bin/sh
 # Every run file in configs/ is valid: `gprfwi check` exits 0 on each (for
 # campaigns after the true models they name exist, made by a short forward run).
-# Usage: configs.sh GPRFWI CONFIGS_DIR WORK_DIR
+# Usage: configs.sh GPRFWI CONFIGS_DIR WORK_DIR SCRIPTS_DIR
 set -eu
-gprfwi=$1 configs=$2 work=$3
+gprfwi=$1 configs=$2 work=$3 scripts=$4
 rm -rf "$work" && mkdir -p "$work" && cp -r "$configs" "$work/configs" && cd "$work"
 export OMP_NUM_THREADS=1
 for truth in configs/*-true.yaml; do
   "$gprfwi" forward "$truth" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $truth failed"; exit 1; }
 done
+# the measured-data example reads its shots from the SEG-Y file it names
+"$scripts/make-field-data.sh" "$gprfwi" example-run/truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
+  || { echo "make-field-data.sh failed"; exit 1; }
 for f in configs/*.yaml; do
   "$gprfwi" check "$f" > check.log 2>&1 || { cat check.log; echo "FAIL $f"; exit 1; }
   echo "valid: $f"

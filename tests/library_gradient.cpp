@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
         const gprfwi::RunConfig c = gprfwi::load_run_config(argv[1], overrides);
         const gprfwi::Survey survey = c.survey();
         gprfwi::PropagatorOptions opt = gprfwi::fix_survey_wide_options(c.propagator, c.model, survey);
-        const gprfwi::Traces observed = gprfwi::read_traces_h5(c.observed, survey);
+        const gprfwi::Traces observed = gprfwi::read_traces_h5(c.observed.file, survey);
         const gprfwi::GradientResult g = gprfwi::CpuPropagator(opt).gradient(c.model, survey, observed);
         gprfwi::write_gradient_h5(argv[2], c.grid, g.misfit, g.grad_eps_r, g.grad_sigma, "");
         std::printf("misfit %.17g\n", g.misfit);

@@ -96,8 +96,11 @@ TEST_P(Parity, TracesAndGradientsMatchTheCpu) {
     const ParityCase c = GetParam();
     PropagatorOptions gpu_opt = opt_;
     gpu_opt.backend = BackendKind::cuda;
+    gpu_opt.illumination = true;
     auto gpu = make_propagator(gpu_opt);
-    CpuPropagator cpu(opt_);
+    PropagatorOptions cpu_opt = opt_;
+    cpu_opt.illumination = true;
+    CpuPropagator cpu(cpu_opt);
     const double e_fwd = max_relative(flatten(gpu->forward(model_, survey_)), flatten(cpu.forward(model_, survey_)));
     const GradientResult gg = gpu->gradient(model_, survey_, observed_);
     const GradientResult gc = cpu.gradient(model_, survey_, observed_);
@@ -105,8 +108,11 @@ TEST_P(Parity, TracesAndGradientsMatchTheCpu) {
     const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
     const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
     const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-    std::printf("parity %-14s traces %.2e misfit %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e (%s, levels in %s)\n",
-                c.name, e_fwd, e_mis, e_eps, e_sig, e_wav, gpu->name().c_str(), gpu->last_timings().level_storage.c_str());
+    const double e_ill = max_relative(gg.illumination.values(), gc.illumination.values());
+    std::printf("parity %-14s traces %.2e misfit %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e illumination "
+                "%.2e (%s, levels in %s)\n",
+                c.name, e_fwd, e_mis, e_eps, e_sig, e_wav, e_ill, gpu->name().c_str(),
+                gpu->last_timings().level_storage.c_str());
     if (c.storage == SnapshotStorage::host) {
         EXPECT_NE(gpu->last_timings().level_storage.find("host"), std::string::npos);
     }
@@ -118,6 +124,8 @@ TEST_P(Parity, TracesAndGradientsMatchTheCpu) {
     EXPECT_LT(e_eps, tolerance());
     EXPECT_LT(e_sig, tolerance());
     EXPECT_LT(e_wav, tolerance());
+    ASSERT_EQ(gg.illumination.size(), gc.illumination.size());
+    EXPECT_LT(e_ill, tolerance());
 }
 
 TEST_P(Parity, RepeatedRunsAreBitwiseIdentical) {

@@ -70,7 +70,7 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(o.propagator.cpml.widths.top, 4);
     EXPECT_EQ(o.propagator.cpml.widths.left, 10);
     // paths in a run file are relative to its folder
-    EXPECT_EQ(o.observed, (std::filesystem::path(path).parent_path() / "obs.h5").string());
+    EXPECT_EQ(o.observed.file, (std::filesystem::path(path).parent_path() / "obs.h5").string());
     // what output files record: the file as given, then the overrides
     const std::string record = o.record({"grid.nx=60"});
     EXPECT_EQ(record.rfind(kBase, 0), 0u);
@@ -182,6 +182,22 @@ std::vector<Malformed> malformed_cases() {
         {"noise_neither", edit("output: {dir: out}", "noise: {seed: 3}\noutput: {dir: out}"), {}, "noise: expected snr_db (dB) or std (V/m)", ""},
         {"noise_seed_negative", edit("output: {dir: out}", "noise: {snr_db: 20, seed: -3}\noutput: {dir: out}"), {}, "noise.seed: expected an integer in [0", ""},
         {"observed_not_a_string", edit("output: {dir: out}", "data: {observed: [1, 2]}\noutput: {dir: out}"), {}, "data.observed: expected a string", ":12:18"},
+        {"observed_unknown_key", edit("output: {dir: out}", "data: {observed: {file: obs.h5, timezero: 1.0e-9}}\noutput: {dir: out}"), {}, "data.observed.timezero: unknown key (did you mean 'time_zero'?)", ":12:33"},
+        {"observed_without_file", edit("output: {dir: out}", "data: {observed: {time_zero: 1.0e-9}}\noutput: {dir: out}"), {}, "data.observed: missing key 'file'", ""},
+        {"observed_extension", edit("output: {dir: out}", "data: {observed: obs.txt}\noutput: {dir: out}"), {}, "cannot tell the format from the extension '.txt'", ":12:18"},
+        {"observed_format_word", edit("output: {dir: out}", "data: {observed: {file: obs.dat, format: segy2}}\noutput: {dir: out}"), {}, "data.observed.format: expected one of hdf5, segy, got 'segy2'", ""},
+        {"observed_interval_hdf5", edit("output: {dir: out}", "data: {observed: {file: obs.h5, sample_interval: 1.0e-10}}\noutput: {dir: out}"), {}, "data.observed.sample_interval: only for SEG-Y files", ""},
+        {"observed_interval_unit", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, sample_interval_unit: ms}}\noutput: {dir: out}"), {}, "data.observed.sample_interval_unit: expected one of microsecond, nanosecond, picosecond", ""},
+        {"observed_time_zero_word", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, time_zero: early}}\noutput: {dir: out}"), {}, "data.observed.time_zero: expected a number, got 'early'", ""},
+        {"observed_time_zero_list_word", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, time_zero: [1.0e-9, x]}}\noutput: {dir: out}"), {}, "data.observed.time_zero[1]: expected a number", ""},
+        {"line_source_both", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, line_source: {velocity: 1.0e8, eps_r: 9}}}\noutput: {dir: out}"), {}, "data.observed.line_source: give either velocity (m/s) or eps_r, not both", ""},
+        {"line_source_neither", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, line_source: {}}}\noutput: {dir: out}"), {}, "data.observed.line_source: expected velocity (m/s) or eps_r", ""},
+        {"line_source_too_fast", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, line_source: {velocity: 4.0e8}}}\noutput: {dir: out}"), {}, "data.observed.line_source.velocity: expected a number in (0, 2997924", ""},
+        {"observed_origin", edit("output: {dir: out}", "data: {observed: {file: obs.sgy, origin: [1]}}\noutput: {dir: out}"), {}, "data.observed.origin: expected [x, z] in metres", ""},
+        {"from_data_without_data", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  from_data: true\n"), {}, "survey.from_data: needs data.observed", ":8:14"},
+        {"from_data_and_shots", edit("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n", "  from_data: true\n  shots: []\n"), {}, "survey: from_data takes the shots from data.observed: give no other shots", ""},
+        {"from_data_missing_file", edit("output: {dir: out}", "data: {observed: absent.sgy}\noutput: {dir: out}").replace(b.find("  shots:"), std::string("  shots:\n    - sources: [[0.2, 0.2]]\n      receivers: [[0.8, 0.2]]\n").size(), "  from_data: true\n"), {}, "absent.sgy: no such file", ""},
+        {"output_segy_word", edit("output: {dir: out}", "output: {dir: out, segy: maybe}"), {}, "output.segy: expected true or false", ""},
         {"not_yaml", edit("grid: {nx: 50, nz: 40, dx: 0.02, dz: 0.02}", "grid: {nx: 50, nz: 40"), {}, "not valid YAML", ""},
         {"top_level_list", "- 1\n- 2\n", {}, "expected a mapping with keys grid, model", ""},
         {"set_without_value", b, {"grid.nx"}, "--set grid.nx: expected key.path=value", ""},

@@ -153,6 +153,34 @@ TEST(Batches, GradientsOfPartsAddUpToTheWhole) {
     EXPECT_GT(opt.cpml.frequency_hz, 0.0);
 }
 
+// Illumination (for preconditioning) is the forward field's energy: at a
+// receiver on a node it equals the sum of the squared trace samples, and it
+// is off unless asked for.
+TEST(Illumination, IsTheForwardFieldEnergyAtEachNode) {
+    const Grid g{40, 32, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 5);
+    const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4);  // no internal sub-steps
+    Survey s = test::random_survey(g, 2, 1, 1, 160, 4e8, dt, 3);
+    const int rx = 27, rz = 11;  // on a node
+    for (Shot& shot : s.shots) shot.receivers = {{rx * g.dx, rz * g.dz}};
+    PropagatorOptions opt = test::double_options(4, 8);
+    opt.interpolation = PointInterpolation::bilinear;  // a receiver on a node samples just that node
+    const Traces zero = make_traces(s);
+    EXPECT_TRUE(CpuPropagator(opt).gradient(model, s, zero).illumination.size() == 0);
+    opt.illumination = true;
+    const GradientResult r = CpuPropagator(opt).gradient(model, s, zero);
+    ASSERT_EQ(r.illumination.nz(), g.nz);
+    double energy = 0;
+    for (const ShotTraces& t : r.synthetic)
+        for (double v : t.samples()) energy += v * v;
+    EXPECT_NEAR(r.illumination(rz, rx), energy, 1e-12 * energy);
+    for (double v : r.illumination.values()) EXPECT_GE(v, 0.0);
+    // with every other level kept, the weight 2 keeps it an estimate of the same sum
+    opt.snapshots.interval = 2;
+    const GradientResult half = CpuPropagator(opt).gradient(model, s, zero);
+    EXPECT_NEAR(half.illumination(rz, rx), energy, 0.05 * energy);
+}
+
 INSTANTIATE_TEST_SUITE_P(Parameters, Taylor,
                          ::testing::Values(TaylorCase{"eps_r", 0.03, 0.0, 4, 1e-4}, TaylorCase{"sigma", 0.0, 0.0004, 4, 1e-4},
                                            TaylorCase{"both", 0.03, 0.0004, 4, 1e-4}, TaylorCase{"both_order8", 0.03, 0.0004, 8, 1e-4},

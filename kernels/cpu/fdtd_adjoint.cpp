@@ -46,6 +46,13 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
                     if (prev) g_prev[ix] += wl * (load_as<double>(prev[ix]) * sp);
                     if (next) g_next[ix] += wl * (load_as<double>(next[ix]) * sn);
                 }
+                if (img->illumination && next) {
+                    double* ill = img->illumination + shot + row;
+                    for (int ix = 0; ix < g.nx; ++ix) {
+                        const double e = load_as<double>(next[ix]) * sn;
+                        ill[ix] += w * e * e;
+                    }
+                }
             }
             const bool z_pml = in_strip(z, iz);
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {

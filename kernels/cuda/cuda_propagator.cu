@@ -264,6 +264,7 @@ public:
         for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
         g_prev_.zero(stream_);
         g_next_.zero(stream_);
+        if (opt_.illumination) illumination_.zero(stream_);
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
@@ -272,7 +273,8 @@ public:
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next)};
+                                                g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
+                                                opt_.illumination ? illumination_.get() : nullptr};
             k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
                                                   stream_);
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
@@ -311,6 +313,11 @@ public:
         k::cuda::sum_over_shots<T>(g_, g_next_.get(), sum.get(), stream_);
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         out.g_next = sum.download();
+        if (opt_.illumination) {
+            k::cuda::sum_over_shots<T>(g_, illumination_.get(), sum.get(), stream_);
+            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            out.illumination = sum.download();
+        }
         const std::vector<double> gw = grad_wavelet_.download();
         out.grad_wavelet_internal.resize(s_.shots.size());
         for (std::size_t si = 0; si < s_.shots.size(); ++si)
@@ -530,6 +537,7 @@ private:
             p_z_ = DeviceArray<T>(n, bytes);
             g_prev_ = DeviceArray<double>(n, bytes);
             g_next_ = DeviceArray<double>(n, bytes);
+            if (opt_.illumination) illumination_ = DeviceArray<double>(n, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
             n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
             if constexpr (kScaledStorage<Stored>) {
@@ -610,7 +618,7 @@ private:
     std::optional<DeviceAxis<T>> x_, z_;
     std::optional<DeviceFields<T>> fields_, adjoint_;
     std::optional<DeviceSparse> sparse_;
-    DeviceArray<double> traces_, g_prev_, g_next_, grad_wavelet_;
+    DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or

@@ -202,7 +202,11 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
             const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
             const double sn = img.scale_next ? img.scale_next[s] : 1.0;
             if (img.ey_prev) img.g_ey_prev[o] += wl * (load_as<double>(img.ey_prev[o]) * sp);
-            if (img.ey_next) img.g_ey_next[o] += wl * (load_as<double>(img.ey_next[o]) * sn);
+            if (img.ey_next) {
+                const double e = load_as<double>(img.ey_next[o]) * sn;
+                img.g_ey_next[o] += wl * e;
+                if (img.illumination) img.illumination[o] += img.weight * e * e;
+            }
         }
         const T t = cb * lam;
         T qx = t, qz = -t;

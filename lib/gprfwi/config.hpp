@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/field_data.hpp"
 #include "gprfwi/grid.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
@@ -58,8 +59,9 @@ struct RunConfig {
     PropagatorOptions propagator;
     int shots_per_batch = 0;  // per rank and device; 0: all of a rank's shots at once
     NoiseSpec noise;
-    std::string observed;  // data.observed, resolved against the run file's folder; empty when absent
+    ObservedSpec observed;  // data.observed (file resolved against the run file's folder; empty when absent)
     std::string output_dir = "run";
+    bool output_segy = false;    // output.segy: forward also writes synthetic.sgy
     bool has_inversion = false;  // the file has an `inversion` section (load_campaign reads it)
 
     Survey survey() const;

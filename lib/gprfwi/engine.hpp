@@ -22,6 +22,9 @@ struct AdjointResult {
     /// sum over shots and kept levels of w * lambda^{n+1} Ey^n and of
     /// w * lambda^{n+1} Ey^{n+1}, per padded node (PaddedGrid layout).
     std::vector<double> g_prev, g_next;
+    /// sum over shots and kept levels of w * (Ey^{n+1})^2 per padded node,
+    /// when the options ask for illumination; else empty.
+    std::vector<double> illumination;
     /// dJ / d wavelet_internal [shot][nt_internal].
     std::vector<std::vector<double>> grad_wavelet_internal;
 };

@@ -39,6 +39,10 @@ Traces read_traces_h5(const std::string& path, const Survey& survey);
 /// shot's receiver positions against the file's (1 um) and that samples are finite.
 Traces read_traces_h5(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots);
 
+/// Reads a whole traces file with its own geometry and time axis (t0 = dt),
+/// whatever survey it was written for.
+TraceData read_trace_data_h5(const std::string& path);
+
 /// Extra root attributes of a model file (checkpoints).
 struct H5Attributes {
     std::map<std::string, double> numbers;

@@ -66,6 +66,11 @@ struct InversionSpec {
     bool save_models = true, save_gradients = false;
     std::string true_model;             // HDF5 model for synthetic studies: model errors in the history
     double wavelet_water_level = 0.01;  // of the wavelet estimate, relative to the strongest frequency
+    /// > 0: illumination preconditioning. At each stage's start the forward
+    /// field energy I (summed over shots and time) scales each node's update
+    /// by (1 + a) / (I / I_max + a) with this stabilisation a, a diagonal
+    /// change of variables like the taper (so TAO's gradient stays exact).
+    double illumination_stabilization = 0;
 };
 
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d
@@ -75,6 +80,10 @@ class InversionObjective {
 public:
     virtual ~InversionObjective() = default;
     virtual double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) = 0;
+    /// The same, and the forward field's energy per node (GradientResult::
+    /// illumination). The default has no wavefields: it returns ones.
+    virtual double evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
+                                              Array2D& grad_sigma, Array2D& illumination);
     /// The least-squares source wavelet for the model (all shots share it),
     /// which the objective then uses. Collective.
     virtual std::vector<double> estimate_wavelet(const Model& model, double water_level);
@@ -94,6 +103,8 @@ public:
     /// `observed` holds the traces of runner.shots(), in order.
     FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind);
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
+    double evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma,
+                                      Array2D& illumination) override;
     std::vector<double> estimate_wavelet(const Model& model, double water_level) override;
     void set_wavelet(const std::vector<double>& wavelet) override;
     double wavelet_dt() const override;
@@ -104,6 +115,7 @@ private:
     MisfitKind kind_;
     double cutoff_hz_ = -1;
     std::unique_ptr<BandLimitedMisfit> misfit_;
+    Array2D last_illumination_;
 };
 
 /// SIGTERM or SIGUSR1 stopped the run; the checkpoint of the last accepted

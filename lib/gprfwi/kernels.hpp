@@ -101,6 +101,9 @@ struct ImagingView {
     double* g_ey_next;
     const double* scale_prev = nullptr;  // per shot, for scaled storage (fp8)
     const double* scale_next = nullptr;
+    /// When non-null, per shot: += w * (Ey^{n+1})^2, the forward field's
+    /// energy that illumination preconditioning divides by.
+    double* illumination = nullptr;
 };
 
 namespace cpu {

@@ -80,6 +80,9 @@ struct PropagatorOptions {
     /// the last, with the phase ("forward" or "adjoint"), the steps done and
     /// the steps in all; empty: no reports. For progress displays.
     std::function<void(const char* phase, int done, int total)> progress;
+    /// gradient() also returns the forward field's energy per model node
+    /// (GradientResult::illumination), for illumination preconditioning.
+    bool illumination = false;
 
     void validate() const;
 };
@@ -123,6 +126,10 @@ struct GradientResult {
     Array2D grad_sigma;  // dJ/d sigma, per S/m
     std::vector<std::vector<double>> grad_wavelet;  // dJ/d wavelet[shot][n], per A
     Traces synthetic;
+    /// With options.illumination: sum over shots and internal steps n of
+    /// (Ey^{n+1})^2 * (snapshot interval) per model node, (V/m)^2 (edge nodes
+    /// hold their CPML strips too); else empty.
+    Array2D illumination;
 };
 
 /// Wall-clock seconds of the phases of the last forward or gradient call.
@@ -152,6 +159,8 @@ public:
     virtual ~Propagator() = default;
     virtual std::string name() const = 0;
     const PropagatorOptions& options() const { return options_; }
+    /// Whether gradient() also computes the illumination (options.illumination).
+    void set_illumination(bool on) { options_.illumination = on; }
 
     /// Ey traces of every shot.
     virtual Traces forward(const Model& model, const Survey& survey) = 0;

@@ -2,6 +2,7 @@
 // Recorded Ey traces of a batch of shots: per shot [n_receivers][nt].
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "gprfwi/survey.hpp"
@@ -30,6 +31,14 @@ private:
 };
 
 using Traces = std::vector<ShotTraces>;
+
+/// Traces with the geometry and time axis of a data file (HDF5 or SEG-Y).
+struct TraceData {
+    Survey survey;     // dt, nt (samples per trace), each shot's sources and receivers; no wavelets
+    Traces traces;     // empty when only the geometry was read
+    double t0 = 0.0;   // s, time of sample 0 (HDF5 traces of gprfwi: dt)
+    std::string summary;  // what was read, for logs
+};
 
 /// Zero traces shaped like the survey's receivers.
 Traces make_traces(const Survey& survey);

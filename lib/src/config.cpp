@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config_reader.hpp"
+#include "gprfwi/constants.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/wavelet.hpp"
 
@@ -269,7 +270,27 @@ void check_inside(const Reader& r, const YAML::Node& n, const std::string& path,
 
 void read_survey(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node survey = r.required(root, "", "survey");
-    r.map(survey, "survey", {"shots", "crosshole", "surface"});
+    r.map(survey, "survey", {"shots", "crosshole", "surface", "from_data"});
+    if (const YAML::Node from = survey["from_data"]; from && r.boolean(from, "survey.from_data")) {
+        if (survey.size() != 1) r.fail(survey, "survey", "from_data takes the shots from data.observed: give no other shots");
+        if (c.observed.file.empty()) r.fail(from, "survey.from_data", "needs data.observed");
+        TraceData geometry;
+        try {
+            geometry = read_trace_file(c.observed, false);
+        } catch (const Error& e) {
+            r.fail(from, "survey.from_data", e.what());
+        }
+        for (std::size_t s = 0; s < geometry.survey.shots.size(); ++s) {
+            const Shot& shot = geometry.survey.shots[s];
+            ShotSpec spec;
+            for (const Source& src : shot.sources) spec.sources.push_back(src.position);
+            spec.receivers = shot.receivers;
+            for (const Position& p : spec.sources) check_inside(r, from, fmt::format("survey.from_data: shot {} source", s), c.grid, p);
+            for (const Position& p : spec.receivers)
+                check_inside(r, from, fmt::format("survey.from_data: shot {} receiver", s), c.grid, p);
+            c.shots.push_back(std::move(spec));
+        }
+    }
     if (const YAML::Node shots = survey["shots"]) {
         if (!shots.IsSequence()) r.fail(shots, "survey.shots", "expected a list of shots");
         if (shots.size() > kMaxShots) r.fail(shots, "survey.shots", fmt::format("more than {} shots", kMaxShots));
@@ -368,6 +389,62 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     }
 }
 
+/// `data.observed`: a path, or a map with the file and how to prepare it.
+void read_data(const YAML::Node& root, const Reader& r, RunConfig& c) {
+    const YAML::Node data = root["data"];
+    if (!data) return;
+    r.map(data, "data", {"observed"});
+    const YAML::Node n = data["observed"];
+    if (!n) return;
+    const std::string p = "data.observed";
+    ObservedSpec& o = c.observed;
+    const YAML::Node file = n.IsMap() ? r.required(n, p, "file") : n;
+    o.file = r.resolve(r.text(file, n.IsMap() ? p + ".file" : p));
+    if (n.IsMap()) {
+        r.map(n, p, {"file", "format", "sample_interval", "sample_interval_unit", "time_zero", "line_source", "origin"});
+        if (n["format"]) o.format = r.text(n["format"], p + ".format", {"hdf5", "segy"}) == "segy" ? DataFormat::segy : DataFormat::hdf5;
+    }
+    if (!n.IsMap() || !n["format"]) {
+        try {
+            o.format = data_format_of(o.file);
+        } catch (const Error& e) {
+            r.fail(file, n.IsMap() ? p + ".file" : p, std::string(e.what()) + "; or give data.observed.format");
+        }
+    }
+    if (!n.IsMap()) return;
+    const bool segy = o.format == DataFormat::segy;
+    if (const YAML::Node dt = n["sample_interval"]) {
+        if (!segy) r.fail(dt, p + ".sample_interval", "only for SEG-Y files (HDF5 traces carry their dt)");
+        o.segy.sample_interval_s = r.number(dt, p + ".sample_interval", 0, 1, true);
+    }
+    if (const YAML::Node u = n["sample_interval_unit"]) {
+        if (!segy) r.fail(u, p + ".sample_interval_unit", "only for SEG-Y files");
+        const std::string unit = r.text(u, p + ".sample_interval_unit", {"microsecond", "nanosecond", "picosecond"});
+        o.segy.interval_unit_s = unit == "microsecond" ? 1e-6 : unit == "nanosecond" ? 1e-9 : 1e-12;
+    }
+    if (const YAML::Node t = n["time_zero"]) {
+        if (t.IsSequence()) {
+            if (t.size() == 0) r.fail(t, p + ".time_zero", "expected a time in s or a list with one per shot");
+            for (std::size_t i = 0; i < t.size(); ++i)
+                o.time_zero_s.push_back(r.number(t[i], fmt::format("{}.time_zero[{}]", p, i), -1, 1));
+        } else {
+            o.time_zero_s.push_back(r.number(t, p + ".time_zero", -1, 1));
+        }
+    }
+    if (const YAML::Node ls = n["line_source"]) {
+        r.map(ls, p + ".line_source", {"velocity", "eps_r"});
+        if (ls["velocity"] && ls["eps_r"]) r.fail(ls, p + ".line_source", "give either velocity (m/s) or eps_r, not both");
+        if (ls["velocity"]) o.line_source_velocity = r.number(ls["velocity"], p + ".line_source.velocity", 0, speed_of_light(), true);
+        else if (ls["eps_r"]) o.line_source_velocity = speed_of_light() / std::sqrt(r.number(ls["eps_r"], p + ".line_source.eps_r", 1, 1000));
+        else r.fail(ls, p + ".line_source", "expected velocity (m/s) or eps_r of the medium between sources and receivers");
+        o.line_source = LineSource::to_2d;
+    }
+    if (const YAML::Node origin = n["origin"]) {
+        if (!origin.IsSequence() || origin.size() != 2) r.fail(origin, p + ".origin", "expected [x, z] in metres");
+        o.origin = {r.number(origin[0], p + ".origin[0]", -1e30, 1e30), r.number(origin[1], p + ".origin[1]", -1e30, 1e30)};
+    }
+}
+
 void read_rest(const YAML::Node& root, const Reader& r, RunConfig& c) {
     if (const YAML::Node noise = root["noise"]) {
         r.map(noise, "noise", {"snr_db", "std", "seed"});
@@ -379,13 +456,10 @@ void read_rest(const YAML::Node& root, const Reader& r, RunConfig& c) {
             c.noise.seed = static_cast<std::uint64_t>(r.integer(noise["seed"], "noise.seed", 0, std::numeric_limits<long long>::max()));
         if (c.noise.snr_db <= 0 && !noise["std"]) r.fail(noise["snr_db"], "noise.snr_db", "expected a positive SNR in dB");
     }
-    if (const YAML::Node data = root["data"]) {
-        r.map(data, "data", {"observed"});
-        if (data["observed"]) c.observed = r.resolve(r.text(data["observed"], "data.observed"));
-    }
     if (const YAML::Node output = root["output"]) {
-        r.map(output, "output", {"dir"});
+        r.map(output, "output", {"dir", "segy"});
         if (output["dir"]) c.output_dir = r.text(output["dir"], "output.dir");
+        if (output["segy"]) c.output_segy = r.boolean(output["segy"], "output.segy");
     }
 }
 
@@ -409,7 +483,7 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
-    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level",
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination",
                    "true_model"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
@@ -476,6 +550,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     }
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
+    if (inv["illumination"])
+        s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     if (const YAML::Node taper = inv["taper"]) {
         r.map(taper, p + ".taper", {"radius"});
@@ -499,7 +575,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
             r.fail(inv["true_model"], p + ".true_model", e.what());
         }
     }
-    if (c.observed.empty()) r.fail(root, "data.observed", "an inversion needs observed data (data.observed)");
+    if (c.observed.file.empty()) r.fail(root, "data.observed", "an inversion needs observed data (data.observed)");
     return s;
 }
 
@@ -514,6 +590,7 @@ RunConfig read_run_sections(const YAML::Node& root, const Reader& r, const std::
     read_grid(root, r, c);
     read_model(root, r, c);
     read_time_and_wavelet(root, r, c);
+    read_data(root, r, c);
     read_survey(root, r, c);
     read_propagator(root, r, c);
     read_rest(root, r, c);
@@ -645,9 +722,9 @@ std::string RunConfig::resolved() const {
           << noise.snr_db << YAML::Key << "std" << YAML::Value << noise.std_vm << YAML::Key << "seed" << YAML::Value
           << noise.seed << YAML::EndMap;
     e << YAML::Key << "data" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "observed" << YAML::Value
-      << observed << YAML::EndMap;
+      << observed.describe() << YAML::EndMap;
     e << YAML::Key << "output" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dir" << YAML::Value
-      << output_dir << YAML::EndMap;
+      << output_dir << YAML::Key << "segy" << YAML::Value << output_segy << YAML::EndMap;
     e << YAML::EndMap;
     return std::string(e.c_str()) + "\n";
 }

@@ -90,6 +90,7 @@ public:
         FieldArrays<T> adj(n);
         std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
         std::vector<double> g_prev(n, 0.0), g_next(n, 0.0);
+        std::vector<double> illumination(opt_.illumination ? n : 0, 0.0);
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
         const auto x = x_.view(), z = z_.view();
@@ -110,7 +111,8 @@ public:
             }
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev.data(), g_next.data(), level_scales(prev, m),
-                                                level_scales(next, m + 1)};
+                                                level_scales(next, m + 1),
+                                                illumination.empty() ? nullptr : illumination.data()};
             k::cpu::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, fields, scratch,
                                                  (prev || next) ? &img : nullptr);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
@@ -144,6 +146,11 @@ public:
                 out.g_prev[i] += g_prev[si * cells + i];
                 out.g_next[i] += g_next[si * cells + i];
             }
+        if (!illumination.empty()) {
+            out.illumination.assign(cells, 0.0);
+            for (int si = 0; si < g_.n_shots; ++si)
+                for (std::size_t i = 0; i < cells; ++i) out.illumination[i] += illumination[si * cells + i];
+        }
         return out;
     }
 

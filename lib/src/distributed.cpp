@@ -76,6 +76,8 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     GradientResult total;
     total.grad_eps_r = Array2D(model.grid.nz, model.grid.nx);
     total.grad_sigma = Array2D(model.grid.nz, model.grid.nx);
+    const bool illumination = propagator_->options().illumination;
+    if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
         const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
@@ -90,15 +92,18 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
                 total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
                 total.grad_sigma.data()[i] += g.grad_sigma.data()[i];
             }
+            if (illumination)
+                for (std::size_t i = 0; i < total.illumination.size(); ++i) total.illumination.data()[i] += g.illumination.data()[i];
             for (auto& s : g.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
         }
     });
-    // one reduction for misfit and both gradients
+    // one reduction for misfit, both gradients and the illumination
     const std::size_t n = total.grad_eps_r.size();
-    std::vector<double> buffer(2 * n + 1);
+    std::vector<double> buffer((illumination ? 3 : 2) * n + 1);
     std::copy_n(total.grad_eps_r.data(), n, buffer.begin());
     std::copy_n(total.grad_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
+    if (illumination) std::copy_n(total.illumination.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(2 * n) + 1);
     buffer[2 * n] = total.misfit;
     const auto t0 = std::chrono::steady_clock::now();
     parallel::sum(buffer.data(), buffer.size());
@@ -106,6 +111,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     std::copy_n(buffer.begin(), n, total.grad_eps_r.data());
     std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.grad_sigma.data());
     total.misfit = buffer[2 * n];
+    if (illumination) std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(2 * n) + 1, n, total.illumination.data());
     return total;
 }
 

@@ -103,6 +103,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
         }
     out.grad_eps_r = fold_to_model(s, g_eps);
     out.grad_sigma = fold_to_model(s, g_sig);
+    if (!a.illumination.empty()) out.illumination = fold_to_model(s, a.illumination);
     out.grad_wavelet.resize(s.shots.size());
     for (std::size_t si = 0; si < s.shots.size(); ++si) {
         out.grad_wavelet[si].assign(survey.nt, 0.0);
@@ -128,10 +129,10 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     const std::size_t level = g.storage_size() * shots;
     MemoryEstimate e;
     // coefficients (3) + forward fields (7); gradient: adjoint fields (7),
-    // scratch (4) and two double accumulators per shot
+    // scratch (4) and two double accumulators per shot (three with illumination)
     e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
     if (gradient) {
-        e.fields_bytes += 11 * level * word + 2 * level * sizeof(double);
+        e.fields_bytes += 11 * level * word + (options.illumination ? 3 : 2) * level * sizeof(double);
         const auto c = options.snapshots.compression;
         const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
         e.snapshot_bytes = static_cast<std::size_t>(nt_internal / interval) * level * stored;

@@ -263,6 +263,53 @@ Traces read_traces_h5(const std::string& path, const Survey& survey, const std::
     return out;
 }
 
+TraceData read_trace_data_h5(const std::string& path) {
+    H5 file = open_read_only(path);
+    H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
+    const auto dims = dataset_dims(set);
+    if (dims.size() != 3)
+        throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+    for (const char* name : {"/receiver_positions", "/source_positions", "/receiver_count", "/source_count"})
+        if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+            throw Error(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
+    TraceData out;
+    out.survey.dt = read_double_attribute(file, "dt", path);
+    out.survey.nt = static_cast<int>(dims[2]);
+    out.t0 = out.survey.dt;
+    const auto read_all = [&](const char* name, std::size_t rank) {
+        H5 d(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open {}", path, name));
+        const auto dd = dataset_dims(d);
+        if (dd.size() != rank || dd[0] != dims[0])
+            throw SizeMismatch(fmt::format("{}: {} does not match /traces' {} shots", path, name, dims[0]));
+        return std::make_pair(read_block(d, std::vector<hsize_t>(rank, 0), dd, path + ": " + name), dd);
+    };
+    const auto [rec_count, rc_dims] = read_all("/receiver_count", 1);
+    const auto [src_count, sc_dims] = read_all("/source_count", 1);
+    const auto [rec_pos, rp_dims] = read_all("/receiver_positions", 3);
+    const auto [src_pos, sp_dims] = read_all("/source_positions", 3);
+    const auto data = read_block(set, {0, 0, 0}, dims, path + ": /traces");
+    for (hsize_t s = 0; s < dims[0]; ++s) {
+        Shot& shot = out.survey.shots.emplace_back();
+        const auto n_rec = static_cast<hsize_t>(rec_count[s]), n_src = static_cast<hsize_t>(src_count[s]);
+        if (n_rec > dims[1] || n_rec > rp_dims[1] || n_src > sp_dims[1])
+            throw SizeMismatch(fmt::format("{}: shot {} counts exceed the datasets", path, s));
+        for (hsize_t k = 0; k < n_src; ++k)
+            shot.sources.push_back({{src_pos[(s * sp_dims[1] + k) * 2], src_pos[(s * sp_dims[1] + k) * 2 + 1]}, 1.0});
+        for (hsize_t r = 0; r < n_rec; ++r)
+            shot.receivers.push_back({rec_pos[(s * rp_dims[1] + r) * 2], rec_pos[(s * rp_dims[1] + r) * 2 + 1]});
+        ShotTraces& t = out.traces.emplace_back(static_cast<int>(n_rec), out.survey.nt);
+        for (hsize_t r = 0; r < n_rec; ++r)
+            for (hsize_t n = 0; n < dims[2]; ++n) {
+                const double v = data[(s * dims[1] + r) * dims[2] + n];
+                if (!std::isfinite(v))
+                    throw Error(fmt::format("{}: /traces[{}][{}][{}] is {}; data must be finite", path, s, r, n, v));
+                t(static_cast<int>(r), static_cast<int>(n)) = v;
+            }
+    }
+    out.summary = fmt::format("HDF5, {} shots, {} samples of {:.6g} s", dims[0], dims[2], out.survey.dt);
+    return out;
+}
+
 void write_model_h5(const std::string& path, const Model& model, const std::string& config) {
     write_model_h5(path, model, config, {});
 }

@@ -147,6 +147,13 @@ public:
             eps_ref_ = resume->eps_ref;
             spdlog::info("stage {}: resuming after iteration {} ({} evaluations so far)", stage_.name, iteration_offset_,
                          evaluation_offset_);
+            if (spec_.illumination_stabilization > 0) {
+                const std::vector<double> p = read_vector_h5(preconditioner_file(), "weights", 1.0);
+                if (p.size() != n_)
+                    throw SizeMismatch(fmt::format("{}: {} weights for {} model nodes", preconditioner_file(), p.size(), n_));
+                preconditioner_ = p;
+                for (std::size_t i = 0; i < n_; ++i) weight_[i] *= p[i];
+            }
         } else {
             calibrate();
         }
@@ -198,7 +205,26 @@ private:
         eps_ref_ = e_sum / static_cast<double>(n_);
         sigma_ref_ = std::exp(s_log / static_cast<double>(n_));
         Array2D ge, gs;
-        const double j = physical(model_, ge, gs);
+        double j = 0;
+        if (spec_.illumination_stabilization > 0) {
+            Array2D illumination;
+            j = objective_.evaluate_with_illumination(model_, stage_, ge, gs, illumination);
+            ++evaluations_;
+            cache_model_ = model_;
+            cache_ge_ = ge;
+            cache_gs_ = gs;
+            cache_j_ = j;
+            cache_valid_ = true;
+            precondition(illumination);
+            parallel::collectively([&] {
+                if (parallel::is_root())
+                    write_vector_h5(preconditioner_file(), "weights", preconditioner_, 1.0,
+                                    "weights: per model node ([nz][nx] flattened), the factor on each update's "
+                                    "variable from illumination preconditioning", config_);
+            });
+        } else {
+            j = physical(model_, ge, gs);
+        }
         j0_ = j > 0 ? j : 1.0;
         double ge_max = 0, gs_max = 0;
         for (std::size_t i = 0; i < n_; ++i) {
@@ -220,6 +246,38 @@ private:
                      spec_.scale_eps_r > 0 && spec_.scale_sigma > 0 ? "fixed" : "calibrated from the first gradient");
         HistoryRow row = make_row(0, j, 0.0, 0.0);
         if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0) append_row(row);
+    }
+
+    std::string preconditioner_file() const {
+        return (std::filesystem::path(out_) / fmt::format("preconditioner_{:02}_{}.h5", stage_index_ + 1, stage_.name)).string();
+    }
+
+    /// Illumination preconditioning: the update variable of node i is scaled by
+    /// p_i = sqrt((1 + a) / (I_i / I_max + a)), so a gradient step moves it by
+    /// p_i^2 times as much: the diagonal of (pseudo-Hessian + a I_max)^-1, up to
+    /// a constant, with the forward field energy I standing in for the
+    /// pseudo-Hessian's diagonal (the same for eps_r and sigma).
+    void precondition(const Array2D& illumination) {
+        double peak = 0;
+        for (std::size_t i = 0; i < n_; ++i)
+            if (!masked_[i]) peak = std::max(peak, illumination.data()[i]);
+        preconditioner_.assign(n_, 1.0);
+        if (!(peak > 0)) {
+            spdlog::warn("stage {}: no forward field energy in the free nodes; no illumination preconditioning", stage_.name);
+            return;
+        }
+        const double a = spec_.illumination_stabilization;
+        double lo = 1e300, hi = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+            if (masked_[i]) continue;
+            const double p = std::sqrt((1 + a) / (std::max(illumination.data()[i], 0.0) / peak + a));
+            preconditioner_[i] = p;
+            weight_[i] *= p;
+            lo = std::min(lo, p * p);
+            hi = std::max(hi, p * p);
+        }
+        spdlog::info("stage {}: illumination preconditioning (stabilisation {}): updates scaled by {:.3g} to {:.3g}; "
+                     "wrote {}", stage_.name, a, lo, hi, preconditioner_file());
     }
 
     HistoryRow make_row(int iteration, double j, double gnorm, double step) const {
@@ -532,6 +590,7 @@ private:
     std::size_t n_;
     std::vector<int> params_;  // 0: eps_r, 1: sigma
     std::vector<double> weight_;
+    std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
     int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
@@ -564,7 +623,29 @@ double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2
     GradientResult g = runner_.gradient(model, *misfit_);
     grad_eps_r = std::move(g.grad_eps_r);
     grad_sigma = std::move(g.grad_sigma);
+    if (runner_.propagator().options().illumination) last_illumination_ = std::move(g.illumination);
     return g.misfit;
+}
+
+double FwiObjective::evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
+                                                Array2D& grad_sigma, Array2D& illumination) {
+    runner_.propagator().set_illumination(true);
+    double j = 0;
+    try {
+        j = evaluate(model, stage, grad_eps_r, grad_sigma);
+    } catch (...) {
+        runner_.propagator().set_illumination(false);
+        throw;
+    }
+    runner_.propagator().set_illumination(false);
+    illumination = std::move(last_illumination_);
+    return j;
+}
+
+double InversionObjective::evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
+                                                      Array2D& grad_sigma, Array2D& illumination) {
+    illumination = Array2D(model.grid.nz, model.grid.nx, 1.0);
+    return evaluate(model, stage, grad_eps_r, grad_sigma);
 }
 
 std::vector<double> InversionObjective::estimate_wavelet(const Model&, double) {
