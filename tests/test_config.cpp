@@ -395,8 +395,10 @@ inversion:
   misfit: envelope
   stages:
     - {name: low, max_frequency: 1.0e8, parameters: [eps_r], iterations: 5, estimate_wavelet: true}
-    - {name: both, parameters: [eps_r, sigma], iterations: 7, min_relative_decrease: 0.01, max_seconds: 60}
+    - {name: both, parameters: [eps_r, sigma], iterations: 7, min_relative_decrease: 0.01, max_seconds: 60, smoothing: 0}
   regularization: {sigma: {tv: 0.5}}
+  illumination: 0.05
+  smoothing: 0.1
   taper: {radius: 0.05}
   mask: [{type: rectangle, from: [0, 0], to: [0.98, 0.04]}]
   petsc_options: "-tao_ls_type armijo"
@@ -415,6 +417,10 @@ inversion:
     EXPECT_TRUE(s.stages[0].estimate_wavelet);
     EXPECT_FALSE(s.stages[1].estimate_wavelet);
     EXPECT_EQ(s.wavelet_water_level, 0.05);
+    EXPECT_EQ(s.illumination_stabilization, 0.05);
+    EXPECT_EQ(s.smoothing_m, 0.1);
+    EXPECT_LT(s.stages[0].smoothing_m, 0.0) << "the campaign's smoothing";
+    EXPECT_EQ(s.stages[1].smoothing_m, 0.0) << "off in this stage";
     EXPECT_TRUE(s.stages[1].invert_sigma);
     EXPECT_EQ(s.stages[1].iterations, 7);
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
@@ -439,6 +445,9 @@ inversion:
         {{"inversion.stages=[]"}, "inversion.stages: expected a non-empty list of stages"},
         {{"inversion.save.models=maybe"}, "inversion.save.models: expected true or false, got 'maybe'"},
         {{"inversion.wavelet_water_level=0"}, "inversion.wavelet_water_level: expected a number in (0, 1], got 0"},
+        {{"inversion.illumination=0"}, "inversion.illumination: expected a number in (0, 1], got 0"},
+        {{"inversion.smoothing=-0.1"}, "inversion.smoothing: expected a number in [0"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, smoothing: wide}]"}, "inversion.stages[0].smoothing: expected a number, got 'wide'"},
         {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
         {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
         {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},

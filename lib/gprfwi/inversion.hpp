@@ -32,6 +32,7 @@ struct StageSpec {
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
     int max_evaluations = 0;            // 0: 4 x iterations + 10
     bool estimate_wavelet = false;      // least-squares wavelet at the stage's start (kept by later stages)
+    double smoothing_m = -1;            // gradient smoothing of this stage, m; < 0: InversionSpec::smoothing_m
 };
 
 struct RegularizationSpec {
@@ -71,6 +72,12 @@ struct InversionSpec {
     /// by (1 + a) / (I / I_max + a) with this stabilisation a, a diagonal
     /// change of variables like the taper (so TAO's gradient stays exact).
     double illumination_stabilization = 0;
+    /// > 0: Gaussian smoothing of the updates, standard deviation in m. It
+    /// is L-BFGS's initial inverse Hessian (gamma S, S symmetric positive
+    /// semi-definite, gamma from the latest step as in standard L-BFGS
+    /// scaling), so TAO's gradient, bounds and line search are untouched and
+    /// the updates it proposes are smooth. Needs TAO type blmvm or lmvm.
+    double smoothing_m = 0;
 };
 
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d

@@ -483,7 +483,7 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
-    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination",
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
                    "true_model"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
@@ -498,7 +498,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         const std::string sp = fmt::format("{}.stages[{}]", p, i);
         const YAML::Node n = stages[i];
         r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet"});
+                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing"});
         StageSpec st;
         st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
         if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
@@ -526,6 +526,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
         if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
         if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
+        if (n["smoothing"]) st.smoothing_m = r.number(n["smoothing"], sp + ".smoothing", 0, 1e6);
         s.stages.push_back(st);
     }
     if (const YAML::Node reg = inv["regularization"]) {
@@ -550,6 +551,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     }
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
+    if (inv["smoothing"]) s.smoothing_m = r.number(inv["smoothing"], p + ".smoothing", 0, 1e6);
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");

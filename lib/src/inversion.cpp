@@ -208,6 +208,8 @@ private:
         double j = 0;
         if (spec_.illumination_stabilization > 0) {
             Array2D illumination;
+            ge = Array2D(model_.grid.nz, model_.grid.nx);
+            gs = Array2D(model_.grid.nz, model_.grid.nx);
             j = objective_.evaluate_with_illumination(model_, stage_, ge, gs, illumination);
             ++evaluations_;
             cache_model_ = model_;
@@ -371,6 +373,95 @@ private:
         return j / j0_ + regularization(m, gx);
     }
 
+    // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S ---
+    double smoothing_m() const { return stage_.smoothing_m >= 0 ? stage_.smoothing_m : spec_.smoothing_m; }
+
+    /// One separable Gaussian pass of standard deviation sd (m) on an [nz][nx]
+    /// block, zero outside the model: a symmetric operator.
+    void gaussian_pass(double* a, double sd) const {
+        const Grid& g = model_.grid;
+        const auto kernel = [](double s_nodes) {
+            const int r = static_cast<int>(std::ceil(4 * s_nodes));
+            std::vector<double> k(static_cast<std::size_t>(2 * r + 1));
+            double sum = 0;
+            for (int i = -r; i <= r; ++i) sum += k[static_cast<std::size_t>(i + r)] = std::exp(-0.5 * i * i / (s_nodes * s_nodes));
+            for (double& v : k) v /= sum;
+            return k;
+        };
+        const auto kx = kernel(sd / g.dx), kz = kernel(sd / g.dz);
+        const int rx = static_cast<int>(kx.size() / 2), rz = static_cast<int>(kz.size() / 2);
+        std::vector<double> tmp(n_, 0.0);
+        for (int iz = 0; iz < g.nz; ++iz)
+            for (int ix = 0; ix < g.nx; ++ix) {
+                double acc = 0;
+                for (int j = std::max(0, ix - rx); j <= std::min(g.nx - 1, ix + rx); ++j)
+                    acc += kx[static_cast<std::size_t>(j - ix + rx)] * a[static_cast<std::size_t>(iz) * g.nx + j];
+                tmp[static_cast<std::size_t>(iz) * g.nx + ix] = acc;
+            }
+        for (int iz = 0; iz < g.nz; ++iz)
+            for (int ix = 0; ix < g.nx; ++ix) {
+                double acc = 0;
+                for (int j = std::max(0, iz - rz); j <= std::min(g.nz - 1, iz + rz); ++j)
+                    acc += kz[static_cast<std::size_t>(j - iz + rz)] * tmp[static_cast<std::size_t>(j) * g.nx + ix];
+                a[static_cast<std::size_t>(iz) * g.nx + ix] = acc;
+            }
+    }
+
+    /// y = S x on the whole TAO vector: per parameter, two passes of sd/sqrt(2)
+    /// (S = T T with T symmetric: positive semi-definite, overall sd).
+    std::vector<double> smooth(std::vector<double> x) const {
+        const double sd = smoothing_m() / std::sqrt(2.0);
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            gaussian_pass(x.data() + k * n_, sd);
+            gaussian_pass(x.data() + k * n_, sd);
+        }
+        return x;
+    }
+
+    static PetscErrorCode apply_smoothing(PC pc, Vec in, Vec out) {
+        void* ctx = nullptr;
+        PetscCall(PCShellGetContext(pc, &ctx));
+        auto* self = static_cast<StageRun*>(ctx);
+        try {
+            const std::vector<double> y = self->smooth(self->gather(in));
+            PetscInt lo = 0, hi = 0;
+            PetscCall(VecGetOwnershipRange(out, &lo, &hi));
+            PetscScalar* a = nullptr;
+            PetscCall(VecGetArray(out, &a));
+            for (PetscInt i = lo; i < hi; ++i) a[i - lo] = self->gamma_ * y[static_cast<std::size_t>(i)];
+            PetscCall(VecRestoreArray(out, &a));
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return 0;
+    }
+
+    /// gamma = s'y / y'Sy from the latest accepted step, the scaling standard
+    /// L-BFGS gives its initial matrix (kept when the step has no curvature).
+    void update_smoothing_scale(Tao tao) {
+        Vec x, g;
+        GPRFWI_PETSC(TaoGetSolution(tao, &x));
+        GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
+        std::vector<double> xa = gather(x), ga = gather(g);
+        if (!last_x_.empty()) {
+            std::vector<double> sv(xa.size()), yv(xa.size());
+            for (std::size_t i = 0; i < xa.size(); ++i) {
+                sv[i] = xa[i] - last_x_[i];
+                yv[i] = ga[i] - last_g_[i];
+            }
+            const std::vector<double> sy = smooth(yv);
+            double s_y = 0, y_sy = 0;
+            for (std::size_t i = 0; i < xa.size(); ++i) {
+                s_y += sv[i] * yv[i];
+                y_sy += yv[i] * sy[i];
+            }
+            if (s_y > 0 && y_sy > 0) gamma_ = s_y / y_sy;
+        }
+        last_x_ = std::move(xa);
+        last_g_ = std::move(ga);
+    }
+
     // --- TAO ---
     static PetscErrorCode form_function_gradient(Tao, Vec x, PetscReal* f, Vec g, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
@@ -427,6 +518,7 @@ private:
         PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
         TaoConvergedReason reason;
         GPRFWI_PETSC(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason));
+        if (smoothing_on_) update_smoothing_scale(tao);
         if (its == 0) return;  // the starting point, recorded at calibration
         TaoLineSearch ls;
         PetscReal step = 0;
@@ -505,6 +597,44 @@ private:
         write_iteration(history_.empty() ? 0 : history_.back().iteration, true);
     }
 
+    static PetscErrorCode h0_mult(Mat h0, Vec in, Vec out) {
+        // H0 = (gamma S)^-1 is never multiplied by L-BFGS's two-loop recursion;
+        // should anything ask, 1/gamma is its scale on smooth vectors
+        void* ctx = nullptr;
+        PetscCall(MatShellGetContext(h0, &ctx));
+        PetscCall(VecCopy(in, out));
+        PetscCall(VecScale(out, 1.0 / static_cast<StageRun*>(ctx)->gamma_));
+        return 0;
+    }
+
+    void install_smoothing(Tao tao, const std::string& type, Vec x) {
+        if (type != TAOBLMVM && type != TAOLMVM) {
+            spdlog::warn("stage {}: gradient smoothing needs TAO type blmvm or lmvm, not {}; not smoothing", stage_.name, type);
+            return;
+        }
+        PetscInt local = 0, global = 0;
+        GPRFWI_PETSC(VecGetLocalSize(x, &local));
+        GPRFWI_PETSC(VecGetSize(x, &global));
+        GPRFWI_PETSC(MatCreateShell(PETSC_COMM_WORLD, local, local, global, global, this, &smoothing_h0_));
+        GPRFWI_PETSC(MatShellSetOperation(smoothing_h0_, MATOP_MULT, reinterpret_cast<void (*)(void)>(&StageRun::h0_mult)));
+        GPRFWI_PETSC(TaoLMVMSetH0(tao, smoothing_h0_));
+        GPRFWI_PETSC(TaoSetUp(tao));  // gives the L-BFGS matrix its J0 and the KSP that applies J0^-1
+        KSP ksp;
+        PC pc;
+        GPRFWI_PETSC(TaoLMVMGetH0KSP(tao, &ksp));
+        GPRFWI_PETSC(KSPSetType(ksp, KSPPREONLY));
+        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
+        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
+        GPRFWI_PETSC(PCShellSetContext(pc, this));
+        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_smoothing));
+        smoothing_on_ = true;
+        gamma_ = 1.0;
+        last_x_.clear();
+        last_g_.clear();
+        spdlog::info("stage {}: updates smoothed by a Gaussian of {} m (L-BFGS's initial inverse Hessian)", stage_.name,
+                     smoothing_m());
+    }
+
     void solve(int max_iterations) {
         const PetscInt n_total = static_cast<PetscInt>(params_.size() * n_);
         Vec x, lo, hi;
@@ -560,6 +690,7 @@ private:
             spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
+        if (smoothing_m() > 0) install_smoothing(tao, type ? type : "", x);
         const PetscErrorCode rc = TaoSolve(tao);
         TaoConvergedReason reason = TAO_CONTINUE_ITERATING;
         if (rc == 0) TaoGetConvergedReason(tao, &reason);
@@ -567,6 +698,8 @@ private:
         TaoGetSolution(tao, &xs);
         const std::vector<double> xa = gather(xs);
         TaoDestroy(&tao);
+        if (smoothing_h0_) MatDestroy(&smoothing_h0_);
+        smoothing_on_ = false;
         VecScatterDestroy(&scatter_);
         VecDestroy(&x_all_);
         VecDestroy(&lo);
@@ -591,6 +724,10 @@ private:
     std::vector<int> params_;  // 0: eps_r, 1: sigma
     std::vector<double> weight_;
     std::vector<double> preconditioner_;  // illumination factors, 1 without
+    Mat smoothing_h0_ = nullptr;          // gradient smoothing's initial Hessian, while TAO runs
+    bool smoothing_on_ = false;
+    double gamma_ = 1.0;
+    std::vector<double> last_x_, last_g_;
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
     int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
