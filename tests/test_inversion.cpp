@@ -401,6 +401,7 @@ public:
         }
     }
     double evaluate(const Model& m, const StageSpec&, Array2D& ge, Array2D& gs) override {
+        if (stop_after > 0 && ++evaluations == stop_after) request_stop();
         double j = 0;
         for (std::size_t i = 0; i < a_.size(); ++i) {
             const double d = m.eps_r.data()[i] - a_.data()[i];
@@ -423,6 +424,7 @@ public:
         return std::sqrt(e / n);
     }
     const Array2D& c() const { return c_; }
+    int stop_after = 0, evaluations = 0;
 
 private:
     Array2D a_, c_;
@@ -509,6 +511,33 @@ TEST(Tao, GradientSmoothingSpreadsTheUpdateAsAGaussian) {
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(many.model.eps_r.data()[i] - a.data()[i]));
     EXPECT_LT(worst, 1e-3);
+}
+
+// A resumed stage uses the preconditioner of its start (written beside the
+// checkpoint), not one of the model it resumes from.
+TEST(Tao, ResumedStageReadsItsPreconditioner) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.stages.resize(1);
+    spec.stages[0].iterations = 5;
+    spec.illumination_stabilization = 0.3;  // partly equalised: several iterations to go
+    const std::string dir = scratch_dir("resume-illuminated");
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    Illuminated q(g);
+    q.stop_after = 4;
+    EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
+    clear_stop_request();
+    const std::string weights = dir + "/preconditioner_01_eps.h5";
+    ASSERT_TRUE(std::filesystem::exists(weights));
+    std::filesystem::rename(weights, weights + ".away");
+    Illuminated q2(g);
+    EXPECT_THROW(invert(start, spec, q2, dir, "", true), Error) << "a resume without its preconditioner must stop";
+    std::filesystem::rename(weights + ".away", weights);
+    const InversionResult r = invert(start, spec, q2, dir, "", true);
+    ASSERT_FALSE(r.history.empty());
+    EXPECT_EQ(r.history.back().iteration, 5);
+    for (std::size_t i = 1; i < r.history.size(); ++i) EXPECT_EQ(r.history[i].iteration, r.history[i - 1].iteration + 1);
+    EXPECT_LT(r.history.back().misfit, r.history.front().misfit);
 }
 
 TEST(Tao, TinyMisfitStillIterates) {

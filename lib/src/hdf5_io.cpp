@@ -68,6 +68,12 @@ void write_attribute(hid_t object, const char* name, const std::string& value, c
     check(H5Awrite(attr, type, padded.data()), fmt::format("{}: cannot write attribute {}", path, name));
 }
 
+/// What every file of gprfwi records: the version (with git revision) and the run file.
+void write_provenance(hid_t file, const std::string& config, const std::string& path) {
+    write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
+    write_attribute(file, "config", config, path);
+}
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
@@ -152,8 +158,7 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
         write_attribute(file, "dt", survey.dt, path);
         write_attribute(file, "units", "traces: V/m (Ey); positions: m as (x, z); dt: s", path);
         write_attribute(file, "time_convention", "trace sample n is Ey at t = (n + 1) * dt", path);
-        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
-        write_attribute(file, "config", config, path);
+        write_provenance(file, config, path);
     });
 }
 
@@ -171,8 +176,7 @@ void write_gradient_h5(const std::string& path, const Grid& grid, double misfit,
         write_attribute(file, "dz", grid.dz, path);
         write_attribute(file, "units", "grad_eps_r: dJ/d eps_r; grad_sigma: dJ/d sigma per S/m; "
                                        "misfit J = 1/2 sum (synthetic - observed)^2 in (V/m)^2; dx, dz: m", path);
-        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
-        write_attribute(file, "config", config, path);
+        write_provenance(file, config, path);
     });
     write_xdmf(path, grid, "gradient", {"grad_eps_r", "grad_sigma"});
 }
@@ -326,8 +330,7 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
         write_attribute(file, "dz", g.dz, path);
         write_attribute(file, "units", "eps_r, mu_r: relative (dimensionless); sigma: S/m; dx, dz: m; arrays [nz][nx], "
                                        "node (iz, ix) at (x, z) = (ix dx, iz dz)", path);
-        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
-        write_attribute(file, "config", config, path);
+        write_provenance(file, config, path);
         for (const auto& [name, value] : extra.numbers) write_attribute(file, name.c_str(), value, path);
         for (const auto& [name, value] : extra.texts) write_attribute(file, name.c_str(), value, path);
     });
@@ -395,8 +398,7 @@ void write_vector_h5(const std::string& path, const std::string& dataset, const 
         H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, path + ": reopen " + name);
         write_attribute(set, "dt", dt, path);
         write_attribute(file, "units", units, path);
-        write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
-        write_attribute(file, "config", config, path);
+        write_provenance(file, config, path);
     });
 }
 

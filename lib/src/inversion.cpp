@@ -153,6 +153,7 @@ public:
                     throw SizeMismatch(fmt::format("{}: {} weights for {} model nodes", preconditioner_file(), p.size(), n_));
                 preconditioner_ = p;
                 for (std::size_t i = 0; i < n_; ++i) weight_[i] *= p[i];
+                spdlog::info("stage {}: illumination preconditioning from {}", stage_.name, preconditioner_file());
             }
         } else {
             calibrate();
