@@ -30,7 +30,7 @@ struct BenchArgs {
     std::string precision = "single";
     std::string compression = "none";
     std::string storage = "auto";
-    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0;
+    int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
 };
 
 double now_s() {
@@ -84,6 +84,7 @@ void run_bench(const BenchArgs& a) {
     opt.snapshots.interval = a.interval;
     opt.snapshots.storage = parse_storage(a.storage);
     opt.snapshots.checkpoint_steps = a.checkpoint;
+    opt.snapshots.binomial_slots = a.binomial;
     auto prop = make_propagator(opt);
     const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
@@ -167,6 +168,8 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host | disk")
         ->capture_default_str();
     cmd->add_option("--interval", a->interval, "Keep every k-th forward level (0: automatic)")->capture_default_str();
+    cmd->add_option("--binomial", a->binomial,
+                    "Exact gradient by binomial checkpointing with S saved states (0: off, -1: ceil(log2 nt))");
     cmd->add_option("--checkpoint", a->checkpoint,
                     "Exact gradient from checkpoints every C steps (0: keep every level, -1: automatic C)")
         ->capture_default_str();

@@ -59,6 +59,7 @@ struct ParityCase {
     PointInterpolation interpolation;
     SnapshotStorage storage = SnapshotStorage::device;
     int checkpoint_steps = 0;
+    int binomial_slots = 0;
 };
 
 class Parity : public ::testing::TestWithParam<ParityCase> {
@@ -81,6 +82,7 @@ protected:
         opt_.snapshots.interval = c.interval;
         opt_.snapshots.storage = c.storage;
         opt_.snapshots.checkpoint_steps = c.checkpoint_steps;
+        opt_.snapshots.binomial_slots = c.binomial_slots;
         observed_ = CpuPropagator(opt_).forward(truth_, survey_);
     }
     double tolerance() const { return GetParam().precision == Precision::single ? 1e-5 : 1e-12; }
@@ -116,8 +118,11 @@ TEST_P(Parity, TracesAndGradientsMatchTheCpu) {
     if (c.storage == SnapshotStorage::host) {
         EXPECT_NE(gpu->last_timings().level_storage.find("host"), std::string::npos);
     }
-    if (c.storage == SnapshotStorage::device && c.checkpoint_steps == 0) {
+    if (c.storage == SnapshotStorage::device && c.checkpoint_steps == 0 && c.binomial_slots == 0) {
         EXPECT_EQ(gpu->last_timings().level_storage, "device memory");
+    }
+    if (c.binomial_slots != 0) {
+        EXPECT_NE(gpu->last_timings().level_storage.find("binomial"), std::string::npos);
     }
     EXPECT_LT(e_fwd, tolerance());
     EXPECT_LT(e_mis, tolerance());
@@ -173,7 +178,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"o4_double_disk", 4, kDouble, kNone, 1, 0.9, kSinc, SnapshotStorage::disk},
                       ParityCase{"o6_single_disk_bf16_k2", 6, kSingle, kBf16, 2, 1.5, kSinc, SnapshotStorage::disk},
                       ParityCase{"o8_single_fp8_ckpt7", 8, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc,
-                                 SnapshotStorage::device, 7}),
+                                 SnapshotStorage::device, 7},
+                      ParityCase{"o4_double_binomial", 4, kDouble, kNone, 1, 1.5, kSinc, SnapshotStorage::device, 0, -1},
+                      ParityCase{"o6_single_bf16_binomial2", 6, kSingle, kBf16, 1, 0.9, kSinc, SnapshotStorage::automatic, 0, 2},
+                      ParityCase{"o8_single_fp8_binomial5", 8, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc,
+                                 SnapshotStorage::device, 0, 5}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // <F x, y> = <x, F^T y> with F^T computed on the GPU.

@@ -88,6 +88,7 @@ struct CheckpointCase {
     Precision precision;
     SnapshotCompression compression;
     int checkpoint_steps;
+    int binomial_slots = 0;
 };
 
 class Checkpointing : public ::testing::TestWithParam<CheckpointCase> {};
@@ -109,6 +110,7 @@ TEST_P(Checkpointing, GradientIsBitwiseTheKeepEveryLevelGradient) {
     const GradientResult all = CpuPropagator(opt).gradient(model, survey, observed);
     PropagatorOptions ck = opt;
     ck.snapshots.checkpoint_steps = c.checkpoint_steps;
+    ck.snapshots.binomial_slots = c.binomial_slots;
     CpuPropagator prop(ck);
     const GradientResult some = prop.gradient(model, survey, observed);
     const auto mem_all = CpuPropagator(opt).estimate_memory(model, survey, true);
@@ -124,6 +126,11 @@ TEST_P(Checkpointing, GradientIsBitwiseTheKeepEveryLevelGradient) {
     if (c.checkpoint_steps == -1) {
         EXPECT_LT(mem_ck.snapshot_bytes, mem_all.snapshot_bytes / 3);
     }
+    // binomial: ceil(log2 300) = 9 states of 7 fields and 2 levels against
+    // 300 levels; fp8 levels are smaller than states again
+    if (c.binomial_slots != 0 && c.compression == SnapshotCompression::none) {
+        EXPECT_LT(mem_ck.snapshot_bytes, mem_all.snapshot_bytes / 4);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -131,7 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CheckpointCase{"auto_double", Precision::double_precision, SnapshotCompression::none, -1},
                       CheckpointCase{"c7_single", Precision::single, SnapshotCompression::none, 7},
                       CheckpointCase{"c50_bf16", Precision::single, SnapshotCompression::bf16, 50},
-                      CheckpointCase{"c13_fp8", Precision::double_precision, SnapshotCompression::fp8, 13}),
+                      CheckpointCase{"c13_fp8", Precision::double_precision, SnapshotCompression::fp8, 13},
+                      CheckpointCase{"binomial_auto_double", Precision::double_precision, SnapshotCompression::none, 0, -1},
+                      CheckpointCase{"binomial3_single", Precision::single, SnapshotCompression::none, 0, 3},
+                      CheckpointCase{"binomial1_bf16", Precision::single, SnapshotCompression::bf16, 0, 1},
+                      CheckpointCase{"binomial5_fp8", Precision::double_precision, SnapshotCompression::fp8, 0, 5}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(CheckpointingOptions, NeedIntervalOne) {
@@ -142,6 +153,13 @@ TEST(CheckpointingOptions, NeedIntervalOne) {
     EXPECT_EQ(resolve_checkpoint_steps(-1, 2000), 119);  // ceil(sqrt(7 * 2000))
     EXPECT_EQ(resolve_checkpoint_steps(0, 2000), 0);
     EXPECT_EQ(resolve_checkpoint_steps(5000, 2000), 2000);
+    opt.snapshots.interval = 1;
+    opt.snapshots.binomial_slots = 4;
+    EXPECT_THROW(opt.validate(), InvalidArgument) << "binomial and every-C checkpoints together";
+    opt.snapshots.checkpoint_steps = 0;
+    EXPECT_NO_THROW(opt.validate());
+    opt.snapshots.interval = 2;
+    EXPECT_THROW(opt.validate(), InvalidArgument);
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <random>
 
+#include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/cpml.hpp"
 #include "gprfwi/error.hpp"
@@ -269,6 +272,77 @@ TEST(TimeStepping, SubStepsWhenDtExceedsTheLimit) {
     EXPECT_EQ(t.ratio, 3);
     EXPECT_EQ(t.nt_internal, 300);
     EXPECT_DOUBLE_EQ(t.dt_internal, s.dt / 3);
+}
+
+}  // namespace
+}  // namespace gprfwi
+
+namespace gprfwi {
+namespace {
+
+/// Runs a schedule on paper: every reverse comes in order nt-1 .. 0 with the
+/// current state at its step, slots hold what is restored from them, and no
+/// more than `slots` are used.
+long long simulate(const std::vector<CheckpointAction>& schedule, int nt, int slots) {
+    int cur = 0, next_reverse = nt - 1;
+    bool spent = false;
+    std::map<int, int> slot_step;
+    long long steps = 0;
+    for (const CheckpointAction& a : schedule) {
+        switch (a.kind) {
+        case CheckpointAction::advance:
+            EXPECT_FALSE(spent);
+            EXPECT_GE(a.step, cur);
+            steps += a.step - cur;
+            cur = a.step;
+            break;
+        case CheckpointAction::store:
+            EXPECT_FALSE(spent);
+            EXPECT_GE(a.slot, 0);
+            EXPECT_LT(a.slot, slots);
+            slot_step[a.slot] = cur;
+            break;
+        case CheckpointAction::restore:
+            if (a.slot < 0) {
+                cur = 0;
+            } else {
+                EXPECT_TRUE(slot_step.count(a.slot)) << "restore of an empty slot";
+                cur = slot_step[a.slot];
+            }
+            EXPECT_EQ(cur, a.step);
+            spent = false;
+            break;
+        case CheckpointAction::reverse:
+            EXPECT_FALSE(spent);
+            EXPECT_EQ(a.step, next_reverse);
+            EXPECT_EQ(cur, a.step);
+            --next_reverse;
+            ++steps;
+            spent = true;
+            break;
+        }
+    }
+    EXPECT_EQ(next_reverse, -1) << "every step reversed once";
+    return steps;
+}
+
+TEST(BinomialCheckpointing, SchedulesReverseEveryStepOnceWithinTheirSlots) {
+    for (int nt : {1, 2, 3, 7, 64, 100, 1000})
+        for (int slots : {0, 1, 2, 3, 5, 10, 2000}) {
+            if (slots == 0 && nt > 100) continue;
+            const auto schedule = binomial_schedule(nt, slots);
+            const long long steps = simulate(schedule, nt, std::max(slots, 1));
+            EXPECT_EQ(steps, schedule_forward_steps(schedule));
+            if (slots == 0) EXPECT_EQ(steps, static_cast<long long>(nt) * (nt + 1) / 2);
+            if (slots >= nt - 1) EXPECT_EQ(steps, 2LL * nt - 1) << nt << " " << slots;
+        }
+    // ceil(log2 nt) slots: about log2(nt)/2 extra forward runs, far from quadratic
+    const int nt = 2000, slots = resolve_binomial_slots(-1, nt);
+    EXPECT_EQ(slots, 11);
+    const long long steps = schedule_forward_steps(binomial_schedule(nt, slots));
+    std::printf("binomial schedule, %d steps, %d slots: %lld forward steps (%.2f runs)\n", nt, slots, steps,
+                static_cast<double>(steps) / nt);
+    EXPECT_LT(steps, static_cast<long long>(nt) * (2 + slots / 2));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "cuda_check.hpp"
+#include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/dispatch.hpp"
 #include "gprfwi/engine.hpp"
@@ -228,7 +229,7 @@ public:
         fields_->zero(stream_);
         for (int m = 0; m < nt; ++m) {
             if (keep_levels && c && m % c == 0) copy_state(f, checkpoint(m / c));  // the state at step m
-            const int j = keep_levels && !c ? kept_index(m + 1) : 0;             // kept level number, 0: none
+            const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
             step(f, m, keep, j, true);
             if (j) level_written(j);
@@ -282,7 +283,36 @@ public:
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
-        if (const int c = s_.checkpoint_steps) {
+        if (s_.binomial_slots) {
+            // binomial checkpointing: saved states in checkpoint(slot), the current one in fields_
+            const auto f = fields_->view();
+            const std::size_t n = batch_size();
+            Stored* prev = levels_.get();
+            Stored* next = levels_.get() + n;
+            fields_->zero(stream_);
+            int cur = 0;
+            for (const CheckpointAction& a : schedule_) {
+                switch (a.kind) {
+                case CheckpointAction::advance:
+                    for (; cur < a.step; ++cur) step(f, cur, nullptr, 0, false);
+                    break;
+                case CheckpointAction::store: copy_state(f, checkpoint(a.slot)); break;
+                case CheckpointAction::restore:
+                    if (a.slot < 0) fields_->zero(stream_);
+                    else copy_state(checkpoint(a.slot), f);
+                    cur = a.step;
+                    break;
+                case CheckpointAction::reverse: {
+                    const int m = a.step;
+                    if (m > 0) keep_level(f.ey, prev, m);
+                    step(f, m, next, m + 1, false);
+                    adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next);
+                    cur = m + 1;
+                    break;
+                }
+                }
+            }
+        } else if (const int c = s_.checkpoint_steps) {
             // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
             const auto f = fields_->view();
             auto slot = [&](int L, int a) { return levels_.get() + static_cast<std::size_t>(L - a) * batch_size(); };
@@ -333,6 +363,8 @@ private:
 public:
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
+        if (s_.binomial_slots)
+            return "device memory, recomputed by binomial checkpointing from " + std::to_string(s_.binomial_slots) + " saved states";
         if (disk_) return "disk (" + scratch_.folder.string() + ", asynchronous reads and writes)";
         return host_levels_ ? "pinned host memory (copied on a second stream)" : "device memory";
     }
@@ -487,7 +519,9 @@ private:
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (gradient)
             b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double);
-            if (const int c = s_.checkpoint_steps)
+            if (const int slots = s_.binomial_slots)
+                b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
+            else if (const int c = s_.checkpoint_steps)
                 b += static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n * sizeof(T) +
                      static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
             else
@@ -501,8 +535,9 @@ private:
         std::size_t free_b = 0, total_b = 0;
         GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         const auto storage = opt_.snapshots.storage;
-        disk_ = gradient && !s_.checkpoint_steps && storage == SnapshotStorage::disk;
-        host_levels_ = gradient && !s_.checkpoint_steps && (storage == SnapshotStorage::host || disk_ ||
+        const bool recomputed = s_.checkpoint_steps || s_.binomial_slots;  // levels recomputed on the device
+        disk_ = gradient && !recomputed && storage == SnapshotStorage::disk;
+        host_levels_ = gradient && !recomputed && (storage == SnapshotStorage::host || disk_ ||
                                     (storage == SnapshotStorage::automatic &&
                                      bytes_needed(true, true) > free_b / 10 * 9));
         const std::size_t need = bytes_needed(gradient, !host_levels_);
@@ -557,6 +592,10 @@ private:
                 GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
                 for (auto* list : {&written_, &copied_, &ready_, &consumed_})
                     for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            } else if (const int slots = s_.binomial_slots) {
+                checkpoints_ = DeviceArray<T>(static_cast<std::size_t>(slots) * 7 * n, bytes);  // the saved states
+                levels_ = DeviceArray<Stored>(2 * n, bytes);  // Ey^m and Ey^{m+1} of the step being reversed
+                schedule_ = binomial_schedule(s_.time.nt_internal, slots);
             } else if (const int c = s_.checkpoint_steps) {
                 checkpoints_ = DeviceArray<T>(static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n, bytes);
                 levels_ = DeviceArray<Stored>(static_cast<std::size_t>(c + 1) * n, bytes);  // one segment's levels
@@ -620,7 +659,8 @@ private:
     std::optional<DeviceSparse> sparse_;
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
-    DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment
+    DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot
+    std::vector<CheckpointAction> schedule_;  // binomial checkpointing
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or
     static constexpr int kRing = 4;   // ... a ring of device slots for levels kept in
     DeviceArray<Stored> ring_;    //     pinned host memory

@@ -59,6 +59,12 @@ struct SnapshotOptions {
     /// levels); -1 picks C = sqrt(7 nt), which balances the two. Needs
     /// interval 1.
     int checkpoint_steps = 0;
+    /// Exact gradient in O(log nt) memory: S > 0 saved forward states,
+    /// scheduled by binomial checkpointing (lib/gprfwi/checkpoint_schedule.hpp:
+    /// every level recomputed from the nearest saved state, about log2(nt)/2
+    /// extra forward runs with S = log2 nt); -1 picks S = ceil(log2 nt); 0
+    /// off. Needs interval 1 and excludes checkpoint_steps.
+    int binomial_slots = 0;
 };
 
 struct PropagatorOptions {

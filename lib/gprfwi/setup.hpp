@@ -35,6 +35,7 @@ struct PropagationSetup {
     double alpha_max = 0;  // 1/s, CPML frequency shift actually used
     int snapshot_interval = 1;  // kept-level interval actually used (options' 0 resolved)
     int checkpoint_steps = 0;   // steps per checkpointed segment (0: every level kept)
+    int binomial_slots = 0;     // saved states of binomial checkpointing (0: off)
     std::vector<double> ca, cb, cq;  // padded layout (grid.storage_size()), halo zero
     CpmlAxisProfile cpml_x, cpml_z;
     ResampleOperator upsample;    // user wavelet -> internal

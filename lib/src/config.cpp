@@ -372,7 +372,7 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     }
     if (const YAML::Node snap = prop["snapshots"]) {
         const std::string p = "propagator.snapshots";
-        r.map(snap, p, {"interval", "compression", "storage", "scratch_dir", "checkpoint"});
+        r.map(snap, p, {"interval", "compression", "storage", "scratch_dir", "checkpoint", "binomial"});
         auto& so = o.snapshots;
         if (const YAML::Node n = snap["interval"])
             so.interval = n.IsScalar() && n.Scalar() == "auto" ? 0 : static_cast<int>(r.integer(n, p + ".interval", 1, 100000));
@@ -385,6 +385,15 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
             else so.checkpoint_steps = static_cast<int>(r.integer(n, p + ".checkpoint", 1, kMaxSamples));
             if (so.checkpoint_steps != 0 && so.interval != 1)
                 r.fail(n, p + ".checkpoint", "checkpointing is exact and needs snapshots.interval 1");
+        }
+        if (const YAML::Node n = snap["binomial"]) {
+            if (n.IsScalar() && n.Scalar() == "auto") so.binomial_slots = -1;
+            else if (n.IsScalar() && n.Scalar() == "off") so.binomial_slots = 0;
+            else so.binomial_slots = static_cast<int>(r.integer(n, p + ".binomial", 1, 100000));
+            if (so.binomial_slots != 0 && so.interval != 1)
+                r.fail(n, p + ".binomial", "binomial checkpointing is exact and needs snapshots.interval 1");
+            if (so.binomial_slots != 0 && so.checkpoint_steps != 0)
+                r.fail(n, p + ".binomial", "give either checkpoint (every C steps) or binomial (S saved states), not both");
         }
     }
 }
@@ -717,7 +726,8 @@ std::string RunConfig::resolved() const {
     e << YAML::Key << "snapshots" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "interval"
       << YAML::Value << o.snapshots.interval << YAML::Key << "compression" << YAML::Value
       << to_string(o.snapshots.compression) << YAML::Key << "storage" << YAML::Value << to_string(o.snapshots.storage)
-      << YAML::Key << "checkpoint" << YAML::Value << o.snapshots.checkpoint_steps << YAML::EndMap;
+      << YAML::Key << "checkpoint" << YAML::Value << o.snapshots.checkpoint_steps << YAML::Key << "binomial"
+      << YAML::Value << o.snapshots.binomial_slots << YAML::EndMap;
     e << YAML::EndMap;
     if (noise.enabled())
         e << YAML::Key << "noise" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "snr_db" << YAML::Value

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <optional>
 
+#include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/dispatch.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/kernels.hpp"
@@ -68,7 +69,8 @@ public:
     InternalTraces forward(bool keep_levels) override {
         const std::size_t n = batch_size();
         const int c = s_.checkpoint_steps;
-        if (keep_levels && !c) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        const bool binomial = s_.binomial_slots > 0;  // the adjoint recomputes everything from the zero start
+        if (keep_levels && !c && !binomial) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
         checkpoints_.clear();
         kept_ = keep_levels;
         FieldArrays<T> f(n);
@@ -76,7 +78,7 @@ public:
         for (int m = 0; m < s_.time.nt_internal; ++m) {
             if (keep_levels && c && m % c == 0) checkpoints_.push_back(f);  // the state at step m
             step(f, m, &traces);
-            if (keep_levels && !c)
+            if (keep_levels && !c && !binomial)
                 if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
@@ -120,7 +122,37 @@ public:
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
-        if (const int c = s_.checkpoint_steps) {
+        if (const int slots = s_.binomial_slots) {
+            // binomial checkpointing: the schedule's saved states, one current state, two levels
+            FieldArrays<T> f(n);
+            std::vector<FieldArrays<T>> saved;
+            std::vector<Stored> levels(2 * n);
+            int cur = 0;
+            for (const CheckpointAction& a : binomial_schedule(s_.time.nt_internal, slots)) {
+                switch (a.kind) {
+                case CheckpointAction::advance:
+                    for (; cur < a.step; ++cur) step(f, cur, nullptr);
+                    break;
+                case CheckpointAction::store:
+                    if (static_cast<std::size_t>(a.slot) < saved.size()) saved[static_cast<std::size_t>(a.slot)] = f;
+                    else saved.push_back(f);
+                    break;
+                case CheckpointAction::restore:
+                    f = a.slot < 0 ? FieldArrays<T>(n) : saved[static_cast<std::size_t>(a.slot)];
+                    cur = a.step;
+                    break;
+                case CheckpointAction::reverse: {
+                    const int m = a.step;
+                    if (m > 0) keep_level(f.ey, levels.data(), m);
+                    step(f, m, nullptr);
+                    keep_level(f.ey, levels.data() + n, m + 1);
+                    adjoint_step(m, m > 0 ? levels.data() : nullptr, levels.data() + n);
+                    cur = m + 1;
+                    break;
+                }
+                }
+            }
+        } else if (const int c = s_.checkpoint_steps) {
             // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
             std::vector<Stored> levels(static_cast<std::size_t>(c + 1) * n);
             auto slot = [&](int L, int a) { return levels.data() + static_cast<std::size_t>(L - a) * n; };

@@ -10,6 +10,7 @@
 
 #include <chrono>
 
+#include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/material.hpp"
 
 namespace gprfwi {
@@ -140,6 +141,8 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
             const std::size_t segments = static_cast<std::size_t>((nt_internal + steps - 1) / steps);
             e.snapshot_bytes = segments * 7 * level * word + static_cast<std::size_t>(steps + 1) * level * stored;
         }
+        if (const int slots = resolve_binomial_slots(options.snapshots.binomial_slots, nt_internal))
+            e.snapshot_bytes = static_cast<std::size_t>(slots) * 7 * level * word + 2 * level * stored;
     }
     e.traces_bytes = receivers * static_cast<std::size_t>(nt_internal) * sizeof(double) * (gradient ? 2 : 1);
     return e;

@@ -70,6 +70,14 @@ void PropagatorOptions::validate() const {
     if (snapshots.checkpoint_steps != 0 && snapshots.interval != 1)
         throw InvalidArgument(fmt::format("checkpointing recomputes every level and keeps the gradient exact: it "
                                           "needs snapshot interval 1, got {}", snapshots.interval));
+    if (snapshots.binomial_slots < -1)
+        throw InvalidArgument(fmt::format("binomial checkpoint slots must be > 0, 0 (off) or -1 (automatic), got {}",
+                                          snapshots.binomial_slots));
+    if (snapshots.binomial_slots != 0 && snapshots.checkpoint_steps != 0)
+        throw InvalidArgument("binomial checkpointing and checkpoints every C steps exclude each other: choose one");
+    if (snapshots.binomial_slots != 0 && snapshots.interval != 1)
+        throw InvalidArgument(fmt::format("binomial checkpointing recomputes every level and keeps the gradient exact: "
+                                          "it needs snapshot interval 1, got {}", snapshots.interval));
     if (device < -1) throw InvalidArgument(fmt::format("device must be >= 0, or -1 for automatic, got {}", device));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));

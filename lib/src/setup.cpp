@@ -1,5 +1,7 @@
 #include "gprfwi/setup.hpp"
 
+#include "gprfwi/checkpoint_schedule.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -65,6 +67,7 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     s.snapshot_interval = options.snapshots.interval > 0 ? options.snapshots.interval
                                                          : auto_snapshot_interval(survey, s.time.dt_internal);
     s.checkpoint_steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, s.time.nt_internal);
+    s.binomial_slots = resolve_binomial_slots(options.snapshots.binomial_slots, s.time.nt_internal);
     fill_coefficients(s, model);
 
     const double c_ref = options.cpml.reference_velocity > 0
