@@ -333,8 +333,12 @@ TEST(BinomialCheckpointing, SchedulesReverseEveryStepOnceWithinTheirSlots) {
             const auto schedule = binomial_schedule(nt, slots);
             const long long steps = simulate(schedule, nt, std::max(slots, 1));
             EXPECT_EQ(steps, schedule_forward_steps(schedule));
-            if (slots == 0) EXPECT_EQ(steps, static_cast<long long>(nt) * (nt + 1) / 2);
-            if (slots >= nt - 1) EXPECT_EQ(steps, 2LL * nt - 1) << nt << " " << slots;
+            if (slots == 0) {
+                EXPECT_EQ(steps, static_cast<long long>(nt) * (nt + 1) / 2);
+            }
+            if (slots >= nt - 1) {
+                EXPECT_EQ(steps, 2LL * nt - 1) << nt << " " << slots;
+            }
         }
     // ceil(log2 nt) slots: about log2(nt)/2 extra forward runs, far from quadratic
     const int nt = 2000, slots = resolve_binomial_slots(-1, nt);

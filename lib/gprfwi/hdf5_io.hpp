@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gprfwi/array2d.hpp"
+#include "gprfwi/files.hpp"  // write_text_atomically, for the callers of this header
 #include "gprfwi/grid.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/survey.hpp"
@@ -69,9 +70,6 @@ std::vector<double> read_vector_h5(const std::string& path, const std::string& d
 void write_vector_h5(const std::string& path, const std::string& dataset, const std::vector<double>& values, double dt,
                      const std::string& units, const std::string& config);
 
-/// Writes a text file through a temporary name in the same folder and a
-/// rename, as the HDF5 writers do (history.csv, run-info.txt, XDMF sidecars).
-void write_text_atomically(const std::string& path, const std::string& text);
 
 /// Whether the file holds that dataset (throws if the file cannot be opened).
 bool h5_has_dataset(const std::string& path, const std::string& dataset);

@@ -84,24 +84,13 @@ namespace {
 template <typename Fill>
 void write_atomically(const std::string& path, Fill&& fill) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with context, not stderr dumps
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    try {
+    replace_file_atomically(path, [&](const std::string& tmp) {
         H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
                 fmt::format("{}: cannot create the file", tmp));
         fill(static_cast<hid_t>(file));
         check(H5Fflush(file, H5F_SCOPE_GLOBAL), path + ": cannot flush");
-    } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw Error(fmt::format("{}: cannot move the finished file into place: {}", path, ec.message()));
-    }
+    });
 }
-
 
 /// The XDMF sidecar (same name, .xdmf) that lets ParaView open [nz][nx] float64 datasets of `h5`.
 void write_xdmf(const std::string& h5_path, const Grid& grid, const char* grid_name, const std::vector<std::string>& names) {
@@ -428,16 +417,5 @@ Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* att
     return m;
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f) throw Error(fmt::format("{}: cannot create the file", tmp));
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) {
-        std::remove(tmp.c_str());
-        throw Error(fmt::format("{}: cannot write the file", path));
-    }
-    std::filesystem::rename(tmp, path);
-}
 
 }  // namespace gprfwi

@@ -178,16 +178,18 @@ private:
         }
     }
 
-    /// The data misfit and physical gradient at the model, with a one-entry cache.
-    double physical(const Model& m, Array2D& ge, Array2D& gs) {
-        if (cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values()) {
+    /// The data misfit and physical gradient at the model, with a one-entry
+    /// cache; with `illumination`, evaluated afresh and the energy filled in.
+    double physical(const Model& m, Array2D& ge, Array2D& gs, Array2D* illumination = nullptr) {
+        if (!illumination && cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values()) {
             ge = cache_ge_;
             gs = cache_gs_;
             return cache_j_;
         }
         ge = Array2D(m.grid.nz, m.grid.nx);
         gs = Array2D(m.grid.nz, m.grid.nx);
-        const double j = objective_.evaluate(m, stage_, ge, gs);
+        const double j = illumination ? objective_.evaluate_with_illumination(m, stage_, ge, gs, *illumination)
+                                      : objective_.evaluate(m, stage_, ge, gs);
         ++evaluations_;
         cache_model_ = m;
         cache_ge_ = ge;
@@ -209,15 +211,7 @@ private:
         double j = 0;
         if (spec_.illumination_stabilization > 0) {
             Array2D illumination;
-            ge = Array2D(model_.grid.nz, model_.grid.nx);
-            gs = Array2D(model_.grid.nz, model_.grid.nx);
-            j = objective_.evaluate_with_illumination(model_, stage_, ge, gs, illumination);
-            ++evaluations_;
-            cache_model_ = model_;
-            cache_ge_ = ge;
-            cache_gs_ = gs;
-            cache_j_ = j;
-            cache_valid_ = true;
+            j = physical(model_, ge, gs, &illumination);
             precondition(illumination);
             parallel::collectively([&] {
                 if (parallel::is_root())

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/files.hpp"
 
 namespace gprfwi {
 
@@ -135,8 +136,7 @@ void write_segy(const std::string& path, const Survey& survey, const Traces& tra
     if (ns > 65535)
         throw InvalidArgument(fmt::format("{}: {} samples per trace; SEG-Y's 16-bit count holds at most 65535", path, ns));
     const long long picoseconds = std::llround(survey.dt * 1e12);
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-    try {
+    replace_file_atomically(path, [&](const std::string& tmp) {
         SegyFile file(tmp, "w+b");
         std::string text = textual_header(survey, description);
         text.push_back('\0');
@@ -201,16 +201,7 @@ void write_segy(const std::string& path, const Survey& survey, const Traces& tra
         }
         check(segy_flush(file, false), tmp + ": cannot flush");
         file.close(tmp);
-    } catch (...) {
-        std::remove(tmp.c_str());
-        throw;
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw Error(fmt::format("{}: cannot move the finished file into place: {}", path, ec.message()));
-    }
+    });
 }
 
 TraceData read_segy(const std::string& path, const SegyReadOptions& options, bool samples) {
