@@ -31,10 +31,16 @@ struct ModelRegion {
 /// Paints each region over the model, in order (later regions win).
 void paint_regions(Model& model, const std::vector<ModelRegion>& regions);
 
+/// What lies beyond the array's edges for smoothing: its edge values
+/// (a constant array stays constant; for models), or zeros (the operator is
+/// then symmetric; for preconditioners).
+enum class SmoothingEdges { extend, zero };
+
 /// Gaussian smoothing with standard deviations sx and sz in nodes (0: none
-/// along that axis); the edges are extended by their edge value, so a constant
-/// array stays constant. The operator is symmetric when the array is interior
-/// only; use it for models and as a preconditioner.
-void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes);
+/// along that axis), separable: along x, then along z; kernels reach 4
+/// standard deviations and sum to 1.
+void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes, SmoothingEdges edges = SmoothingEdges::extend);
+/// The same on an [nz][nx] row-major block.
+void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes, SmoothingEdges edges);
 
 }  // namespace gprfwi

@@ -5,6 +5,8 @@
 
 #include "gprfwi/inversion.hpp"
 
+#include "gprfwi/model_builder.hpp"
+
 #include <petsctao.h>
 
 #include <algorithm>
@@ -371,45 +373,15 @@ private:
     // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S ---
     double smoothing_m() const { return stage_.smoothing_m >= 0 ? stage_.smoothing_m : spec_.smoothing_m; }
 
-    /// One separable Gaussian pass of standard deviation sd (m) on an [nz][nx]
-    /// block, zero outside the model: a symmetric operator.
-    void gaussian_pass(double* a, double sd) const {
-        const Grid& g = model_.grid;
-        const auto kernel = [](double s_nodes) {
-            const int r = static_cast<int>(std::ceil(4 * s_nodes));
-            std::vector<double> k(static_cast<std::size_t>(2 * r + 1));
-            double sum = 0;
-            for (int i = -r; i <= r; ++i) sum += k[static_cast<std::size_t>(i + r)] = std::exp(-0.5 * i * i / (s_nodes * s_nodes));
-            for (double& v : k) v /= sum;
-            return k;
-        };
-        const auto kx = kernel(sd / g.dx), kz = kernel(sd / g.dz);
-        const int rx = static_cast<int>(kx.size() / 2), rz = static_cast<int>(kz.size() / 2);
-        std::vector<double> tmp(n_, 0.0);
-        for (int iz = 0; iz < g.nz; ++iz)
-            for (int ix = 0; ix < g.nx; ++ix) {
-                double acc = 0;
-                for (int j = std::max(0, ix - rx); j <= std::min(g.nx - 1, ix + rx); ++j)
-                    acc += kx[static_cast<std::size_t>(j - ix + rx)] * a[static_cast<std::size_t>(iz) * g.nx + j];
-                tmp[static_cast<std::size_t>(iz) * g.nx + ix] = acc;
-            }
-        for (int iz = 0; iz < g.nz; ++iz)
-            for (int ix = 0; ix < g.nx; ++ix) {
-                double acc = 0;
-                for (int j = std::max(0, iz - rz); j <= std::min(g.nz - 1, iz + rz); ++j)
-                    acc += kz[static_cast<std::size_t>(j - iz + rz)] * tmp[static_cast<std::size_t>(j) * g.nx + ix];
-                a[static_cast<std::size_t>(iz) * g.nx + ix] = acc;
-            }
-    }
-
-    /// y = S x on the whole TAO vector: per parameter, two passes of sd/sqrt(2)
-    /// (S = T T with T symmetric: positive semi-definite, overall sd).
+    /// y = S x on the whole TAO vector: per parameter, two Gaussian passes of
+    /// sd/sqrt(2) with zeros beyond the edges (S = T T with T symmetric:
+    /// positive semi-definite, overall sd).
     std::vector<double> smooth(std::vector<double> x) const {
         const double sd = smoothing_m() / std::sqrt(2.0);
-        for (std::size_t k = 0; k < params_.size(); ++k) {
-            gaussian_pass(x.data() + k * n_, sd);
-            gaussian_pass(x.data() + k * n_, sd);
-        }
+        const Grid& g = model_.grid;
+        for (std::size_t k = 0; k < params_.size(); ++k)
+            for (int pass = 0; pass < 2; ++pass)
+                smooth_gaussian(x.data() + k * n_, g.nz, g.nx, sd / g.dx, sd / g.dz, SmoothingEdges::zero);
         return x;
     }
 

@@ -51,29 +51,38 @@ std::vector<double> gaussian_kernel(double s) {
 }
 
 /// Convolves `n` values spaced `stride` apart, edges extended.
-void convolve_line(double* v, int n, std::ptrdiff_t stride, const std::vector<double>& k, std::vector<double>& work) {
+void convolve_line(double* v, int n, std::ptrdiff_t stride, const std::vector<double>& k, SmoothingEdges edges,
+                   std::vector<double>& work) {
     const int half = static_cast<int>(k.size() / 2);
     work.resize(n);
     for (int i = 0; i < n; ++i) work[i] = v[i * stride];
     for (int i = 0; i < n; ++i) {
         double acc = 0;
-        for (int j = -half; j <= half; ++j) acc += k[j + half] * work[std::clamp(i + j, 0, n - 1)];
+        if (edges == SmoothingEdges::extend) {
+            for (int j = -half; j <= half; ++j) acc += k[j + half] * work[std::clamp(i + j, 0, n - 1)];
+        } else {
+            for (int j = std::max(-half, -i); j <= std::min(half, n - 1 - i); ++j) acc += k[j + half] * work[i + j];
+        }
         v[i * stride] = acc;
     }
 }
 
 }  // namespace
 
-void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes) {
+void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes, SmoothingEdges edges) {
     std::vector<double> work;
     if (sx_nodes > 0) {
         const auto k = gaussian_kernel(sx_nodes);
-        for (int iz = 0; iz < a.nz(); ++iz) convolve_line(&a(iz, 0), a.nx(), 1, k, work);
+        for (int iz = 0; iz < nz; ++iz) convolve_line(a + static_cast<std::ptrdiff_t>(iz) * nx, nx, 1, k, edges, work);
     }
     if (sz_nodes > 0) {
         const auto k = gaussian_kernel(sz_nodes);
-        for (int ix = 0; ix < a.nx(); ++ix) convolve_line(&a(0, ix), a.nz(), a.nx(), k, work);
+        for (int ix = 0; ix < nx; ++ix) convolve_line(a + ix, nz, nx, k, edges, work);
     }
+}
+
+void smooth_gaussian(Array2D& a, double sx_nodes, double sz_nodes, SmoothingEdges edges) {
+    smooth_gaussian(a.data(), a.nz(), a.nx(), sx_nodes, sz_nodes, edges);
 }
 
 }  // namespace gprfwi
