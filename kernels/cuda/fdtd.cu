@@ -5,20 +5,21 @@
 // -fmad=false) the two backends agree to rounding.
 //
 // Equations: lib/gprfwi/kernels.hpp. Assumptions:
-//  - the PaddedGrid layout with a zero halo of kMaxHalo nodes;
-//  - one thread per padded node (x fastest, 32 x 8 blocks), looping over the
-//    shots of the batch, so materials and CPML profiles are read once per node
-//    and step for all shots;
+//  - the PaddedGrid layout with a zero halo of kMaxHalo nodes and rows of a
+//    multiple of 4 values (16-byte aligned in float and double);
+//  - one thread per 16 bytes of a row (4 float or 2 double nodes, x fastest,
+//    32 x 8 blocks) and shot (blockIdx.z); materials are shared by the shots;
 //  - CPML memories are touched only in the CPML strips.
 // Memory traffic per cell-step (float): update_h reads Ey, Hx, Hz and writes
-// Hx, Hz (20 B) plus cq/shots; update_e reads Hx, Hz, Ey and writes Ey (16 B)
-// plus (ca, cb)/shots and, when a level is kept, its store.
+// Hx, Hz (20 B) plus cq; update_e reads Hx, Hz, Ey and writes Ey (16 B)
+// plus ca, cb and, when a level is kept, its store.
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "cuda_check.hpp"
+#include "gprfwi/grid.hpp"
 #include "gprfwi/kernels.hpp"
 #include "gprfwi/stencil.hpp"
 #include "gprfwi/storage.hpp"
@@ -43,81 +44,167 @@ __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
     return i < lo || i >= hi;
 }
 
-// The forward node kernels run one thread per node and shot (blockIdx.z is the
-// shot) and issue all their loads before any arithmetic or store. Looping
-// over shots inside a thread, loading as it went, left them latency-bound at
-// ~30% of DRAM bandwidth; this form reaches ~45% (docs/performance.md, where
-// also more shots or rows per thread were measured and did not help).
+// The node kernels run one thread per kLanes<T> consecutive nodes of a row
+// and one shot (blockIdx.z), and issue all their loads, 16 bytes wide, before
+// any arithmetic or store. The x-stencil reads a window of the row around the
+// thread's nodes, the z-stencil whole packs of the rows above and below. Each
+// node's arithmetic is the CPU's, in the same order. Needs 16-byte aligned
+// rows: PaddedGrid rounds `stride` up to a multiple of 4 values (kernels.hpp).
+// Measured steps (docs/performance.md): one node per thread with scalar loads
+// reached ~50% of DRAM bandwidth, latency-bound; packs of 4 floats, +30%.
+
+/// Nodes per thread: one 16-byte load of T.
+template <typename T>
+inline constexpr int kLanes = static_cast<int>(16 / sizeof(T));
+
+template <typename U, int N>
+struct alignas(sizeof(U) * N) Pack {
+    U v[N];
+};
+
+template <int N, typename U>
+__device__ __forceinline__ Pack<U, N> load_pack(const U* p) {
+    return *reinterpret_cast<const Pack<U, N>*>(p);
+}
+
+/// Stores the first n (all when n >= N) values of v at p.
+template <int N, typename U>
+__device__ __forceinline__ void store_pack(U* p, const Pack<U, N>& v, int n) {
+    if (n >= N) {
+        *reinterpret_cast<Pack<U, N>*>(p) = v;
+    } else {
+        for (int j = 0; j < n; ++j) p[j] = v.v[j];
+    }
+}
+
+/// The values p[-kMaxHalo .. N + kMaxHalo) of a row, for the x-stencils.
+template <int N, typename T>
+__device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxHalo]) {
+#pragma unroll
+    for (int b = 0; b < (N + 2 * kMaxHalo) / N; ++b) {
+        const Pack<T, N> v = load_pack<N>(p - kMaxHalo + b * N);
+#pragma unroll
+        for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
+    }
+}
+
+/// The thread's first node (ix0, iz); false for threads outside the grid.
+template <typename T>
+__device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, int& iz) {
+    ix0 = (blockIdx.x * blockDim.x + threadIdx.x) * kLanes<T>;
+    iz = blockIdx.y * blockDim.y + threadIdx.y;
+    return ix0 < g.nx && iz < g.nz;
+}
 
 template <typename T, int ORDER>
 __global__ void update_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ix >= g.nx || iz >= g.nz) return;
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix;  // node
-    const std::size_t o = c + blockIdx.z * g.shot_stride;                         // node of this shot
-    const T* __restrict__ ey = f.ey + o;
-    T* __restrict__ hx = f.hx;
-    T* __restrict__ hz = f.hz;
-    // loads: Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes, old H, cq
-    T dx = 0, dz = 0;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
+    const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
+    const T* ey = f.ey + o;
+    // loads: Ey around the nodes, old H, cq, psi_ey_z in the z strips
+    T e[N + 2 * H];
+    load_row_window<N>(ey, e);
+    Pack<T, N> up[R], dn[R];
 #pragma unroll
-    for (int k = 0; k < ORDER / 2; ++k) {
-        dx += coef<T, ORDER>(k) * (ey[k + 1] - ey[-k]);
-        dz += coef<T, ORDER>(k) * (ey[(k + 1) * stride] - ey[-k * stride]);
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(ey + (k + 1) * stride);
+        dn[k] = load_pack<N>(ey - k * stride);
     }
-    const T hx_old = hx[o], hz_old = hz[o], cq = m.cq[c];
-    dx *= g.inv_dx;
-    dz *= g.inv_dz;
-    if (in_strip(x, ix, g.nx)) {
-        const T psi = x.b_half[ix] * f.psi_ey_x[o] + x.a_half[ix] * dx;
-        f.psi_ey_x[o] = psi;
-        dx = dx * x.inv_kappa_half[ix] + psi;
+    Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
+    const Pack<T, N> cq = load_pack<N>(m.cq + c);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pz{};
+    if (zp) pz = load_pack<N>(f.psi_ey_z + o);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = x.b_half[ix] * f.psi_ey_x[o + j] + x.a_half[ix] * dx;
+            f.psi_ey_x[o + j] = psi;
+            dx = dx * x.inv_kappa_half[ix] + psi;
+        }
+        if (zp) {
+            const T psi = z.b_half[iz] * pz.v[j] + z.a_half[iz] * dz;
+            pz.v[j] = psi;
+            dz = dz * z.inv_kappa_half[iz] + psi;
+        }
+        hx.v[j] = hx.v[j] - cq.v[j] * dz;
+        hz.v[j] = hz.v[j] + cq.v[j] * dx;
     }
-    if (in_strip(z, iz, g.nz)) {
-        const T psi = z.b_half[iz] * f.psi_ey_z[o] + z.a_half[iz] * dz;
-        f.psi_ey_z[o] = psi;
-        dz = dz * z.inv_kappa_half[iz] + psi;
-    }
-    hx[o] = hx_old - cq * dz;
-    hz[o] = hz_old + cq * dx;
+    const int n = g.nx - ix0;
+    store_pack(f.hx + o, hx, n);
+    store_pack(f.hz + o, hz, n);
+    if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
 template <typename T, int ORDER, typename Stored>
 __global__ void update_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
                                 Stored* keep) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ix >= g.nx || iz >= g.nz) return;
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
     const std::size_t o = c + blockIdx.z * g.shot_stride;
-    const T* __restrict__ hx = f.hx + o;
-    const T* __restrict__ hz = f.hz + o;
-    T* __restrict__ ey = f.ey;
-    // loads: Dx-[Hz], Dz-[Hx] onto the Ey nodes, old Ey, ca, cb
-    T dx = 0, dz = 0;
+    const T* hx = f.hx + o;
+    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, psi_hx_z in the z strips
+    T h[N + 2 * H];
+    load_row_window<N>(f.hz + o, h);
+    Pack<T, N> up[R], dn[R];
 #pragma unroll
-    for (int k = 0; k < ORDER / 2; ++k) {
-        dx += coef<T, ORDER>(k) * (hz[k] - hz[-k - 1]);
-        dz += coef<T, ORDER>(k) * (hx[k * stride] - hx[-(k + 1) * stride]);
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(hx + k * stride);
+        dn[k] = load_pack<N>(hx - (k + 1) * stride);
     }
-    const T ey_old = ey[o], ca = m.ca[c], cb = m.cb[c];
-    dx *= g.inv_dx;
-    dz *= g.inv_dz;
-    if (in_strip(x, ix, g.nx)) {
-        const T psi = x.b_int[ix] * f.psi_hz_x[o] + x.a_int[ix] * dx;
-        f.psi_hz_x[o] = psi;
-        dx = dx * x.inv_kappa_int[ix] + psi;
+    Pack<T, N> ey = load_pack<N>(f.ey + o);
+    const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pz{};
+    if (zp) pz = load_pack<N>(f.psi_hx_z + o);
+    Pack<Stored, N> kept{};
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = x.b_int[ix] * f.psi_hz_x[o + j] + x.a_int[ix] * dx;
+            f.psi_hz_x[o + j] = psi;
+            dx = dx * x.inv_kappa_int[ix] + psi;
+        }
+        if (zp) {
+            const T psi = z.b_int[iz] * pz.v[j] + z.a_int[iz] * dz;
+            pz.v[j] = psi;
+            dz = dz * z.inv_kappa_int[iz] + psi;
+        }
+        // Ey^{n+1} = ca*Ey^n + cb*curlH
+        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
     }
-    if (in_strip(z, iz, g.nz)) {
-        const T psi = z.b_int[iz] * f.psi_hx_z[o] + z.a_int[iz] * dz;
-        f.psi_hx_z[o] = psi;
-        dz = dz * z.inv_kappa_int[iz] + psi;
-    }
-    // Ey^{n+1} = ca*Ey^n + cb*curlH
-    const T e = ca * ey_old + cb * (dx - dz);
-    ey[o] = e;
-    if (keep) keep[o] = store_as<Stored>(e);
+    const int n = g.nx - ix0;
+    store_pack(f.ey + o, ey, n);
+    if (zp) store_pack(f.psi_hx_z + o, pz, n);
+    if (keep) store_pack(keep + o, kept, n);
 }
 
 template <typename T, typename Stored>
@@ -187,108 +274,162 @@ template <typename T, typename Stored>
 __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
                                          TmFields<T> adj, AdjointScratch<T> sc, ImagingView<T, Stored> img,
                                          bool imaging) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ix >= g.nx || iz >= g.nz) return;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix;
-    const T ca = m.ca[i], cb = m.cb[i];
-    const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    {
-        const int s = blockIdx.z;  // the shot
-        const std::size_t o = i + s * g.shot_stride;
-        const T lam = adj.ey[o];
-        if (imaging) {
-            // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
-            const double wl = img.weight * static_cast<double>(lam);
-            const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
-            const double sn = img.scale_next ? img.scale_next[s] : 1.0;
-            if (img.ey_prev) img.g_ey_prev[o] += wl * (load_as<double>(img.ey_prev[o]) * sp);
-            if (img.ey_next) {
-                const double e = load_as<double>(img.ey_next[o]) * sn;
-                img.g_ey_next[o] += wl * e;
-                if (img.illumination) img.illumination[o] += img.weight * e * e;
+    constexpr int N = kLanes<T>;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
+    const int s = blockIdx.z;  // the shot
+    const std::size_t o = i + s * g.shot_stride;
+    const int n = g.nx - ix0;
+    const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
+    Pack<T, N> lam = load_pack<N>(adj.ey + o);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pz{};
+    if (zp) pz = load_pack<N>(adj.psi_hx_z + o);
+    if (imaging) {
+        // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
+        const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
+        const double sn = img.scale_next ? img.scale_next[s] : 1.0;
+        if (img.ey_prev) {
+            const Pack<Stored, N> e = load_pack<N>(img.ey_prev + o);
+            Pack<double, N> gp = load_pack<N>(img.g_ey_prev + o);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                const double wl = img.weight * static_cast<double>(lam.v[j]);
+                gp.v[j] += wl * (load_as<double>(e.v[j]) * sp);
             }
+            store_pack(img.g_ey_prev + o, gp, n);
         }
-        const T t = cb * lam;
-        T qx = t, qz = -t;
-        if (xp) {
-            const T mx = adj.psi_hz_x[o] + t;
-            qx = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
-            adj.psi_hz_x[o] = x.b_int[ix] * mx;
+        if (img.ey_next) {
+            const Pack<Stored, N> e = load_pack<N>(img.ey_next + o);
+            Pack<double, N> gn = load_pack<N>(img.g_ey_next + o);
+            Pack<double, N> il{};
+            if (img.illumination) il = load_pack<N>(img.illumination + o);
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                const double wl = img.weight * static_cast<double>(lam.v[j]);
+                const double v = load_as<double>(e.v[j]) * sn;
+                gn.v[j] += wl * v;
+                if (img.illumination) il.v[j] += img.weight * v * v;
+            }
+            store_pack(img.g_ey_next + o, gn, n);
+            if (img.illumination) store_pack(img.illumination + o, il, n);
+        }
+    }
+    Pack<T, N> qx, qz;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const T t = cb.v[j] * lam.v[j];
+        qx.v[j] = t;
+        qz.v[j] = -t;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = adj.psi_hz_x[o + j] + t;
+            qx.v[j] = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
+            adj.psi_hz_x[o + j] = x.b_int[ix] * mx;
         }
         if (zp) {
-            const T mz = adj.psi_hx_z[o] - t;
-            qz = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
-            adj.psi_hx_z[o] = z.b_int[iz] * mz;
+            const T mz = pz.v[j] - t;
+            qz.v[j] = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
+            pz.v[j] = z.b_int[iz] * mz;
         }
-        sc.q_x[o] = qx;
-        sc.q_z[o] = qz;
-        adj.ey[o] = ca * lam;
+        lam.v[j] = ca.v[j] * lam.v[j];
     }
+    if (zp) store_pack(adj.psi_hx_z + o, pz, n);
+    store_pack(sc.q_x + o, qx, n);
+    store_pack(sc.q_z + o, qz, n);
+    store_pack(adj.ey + o, lam, n);
 }
 
 template <typename T, int ORDER>
 __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> adj,
                                  AdjointScratch<T> sc) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ix >= g.nx || iz >= g.nz) return;
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    const T cq = m.cq[i];
-    const bool xp = in_strip(x, ix, g.nx), zp = in_strip(z, iz, g.nz);
-    {
-        const int s = blockIdx.z;  // the shot
-        const std::size_t o = i + s * g.shot_stride;
-        const T* qx_ = sc.q_x + o;
-        const T* qz_ = sc.q_z + o;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
+    const std::size_t o = i + blockIdx.z * g.shot_stride;
+    const int n = g.nx - ix0;
+    T q[N + 2 * H];
+    load_row_window<N>(sc.q_x + o, q);
+    const T* qz_ = sc.q_z + o;
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(qz_ + (k + 1) * stride);
+        dn[k] = load_pack<N>(qz_ - k * stride);
+    }
+    Pack<T, N> lhz = load_pack<N>(adj.hz + o), lhx = load_pack<N>(adj.hx + o);
+    const Pack<T, N> cq = load_pack<N>(m.cq + i);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pzm{};
+    if (zp) pzm = load_pack<N>(adj.psi_ey_z + o);
+    Pack<T, N> px, pz;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
         // lambda_hz -= Dx+[q_x];  lambda_hx -= Dz+[q_z]
         T dx = 0, dz = 0;
 #pragma unroll
-        for (int k = 0; k < ORDER / 2; ++k) {
-            dx += coef<T, ORDER>(k) * (qx_[k + 1] - qx_[-k]);
-            dz += coef<T, ORDER>(k) * (qz_[(k + 1) * stride] - qz_[-k * stride]);
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (q[H + j + k + 1] - q[H + j - k]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
         }
-        const T lam_hz = adj.hz[o] - dx * g.inv_dx;
-        const T lam_hx = adj.hx[o] - dz * g.inv_dz;
-        adj.hz[o] = lam_hz;
-        adj.hx[o] = lam_hx;
-        const T sx = cq * lam_hz;
-        const T sz = -cq * lam_hx;
-        T px = sx, pz = sz;
-        if (xp) {
-            const T mx = adj.psi_ey_x[o] + sx;
-            px = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
-            adj.psi_ey_x[o] = x.b_half[ix] * mx;
+        lhz.v[j] = lhz.v[j] - dx * g.inv_dx;
+        lhx.v[j] = lhx.v[j] - dz * g.inv_dz;
+        const T sx = cq.v[j] * lhz.v[j];
+        const T sz = -cq.v[j] * lhx.v[j];
+        px.v[j] = sx;
+        pz.v[j] = sz;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = adj.psi_ey_x[o + j] + sx;
+            px.v[j] = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
+            adj.psi_ey_x[o + j] = x.b_half[ix] * mx;
         }
         if (zp) {
-            const T mz = adj.psi_ey_z[o] + sz;
-            pz = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
-            adj.psi_ey_z[o] = z.b_half[iz] * mz;
+            const T mz = pzm.v[j] + sz;
+            pz.v[j] = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
+            pzm.v[j] = z.b_half[iz] * mz;
         }
-        sc.p_x[o] = px;
-        sc.p_z[o] = pz;
     }
+    store_pack(adj.hz + o, lhz, n);
+    store_pack(adj.hx + o, lhx, n);
+    if (zp) store_pack(adj.psi_ey_z + o, pzm, n);
+    store_pack(sc.p_x + o, px, n);
+    store_pack(sc.p_z + o, pz, n);
 }
 
 template <typename T, int ORDER>
 __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, AdjointScratch<T> sc) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iz = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ix >= g.nx || iz >= g.nz) return;
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix;
-    {
-        const int s = blockIdx.z;  // the shot
-        const std::size_t o = i + s * g.shot_stride;
-        const T* px = sc.p_x + o;
-        const T* pz = sc.p_z + o;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
+    const std::size_t o = i + blockIdx.z * g.shot_stride;
+    T p[N + 2 * H];
+    load_row_window<N>(sc.p_x + o, p);
+    const T* pz_ = sc.p_z + o;
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(pz_ + k * stride);
+        dn[k] = load_pack<N>(pz_ - (k + 1) * stride);
+    }
+    Pack<T, N> lam = load_pack<N>(adj.ey + o);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
         // lambda_ey -= Dx-[p_x] + Dz-[p_z]
         T dx = 0, dz = 0;
 #pragma unroll
-        for (int k = 0; k < ORDER / 2; ++k) {
-            dx += coef<T, ORDER>(k) * (px[k] - px[-k - 1]);
-            dz += coef<T, ORDER>(k) * (pz[k * stride] - pz[-(k + 1) * stride]);
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (p[H + j + k] - p[H + j - k - 1]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
         }
-        adj.ey[o] -= dx * g.inv_dx + dz * g.inv_dz;
+        lam.v[j] -= dx * g.inv_dx + dz * g.inv_dz;
     }
+    store_pack(adj.ey + o, lam, g.nx - ix0);
 }
 
 template <typename T>
@@ -349,7 +490,8 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 
 template <typename T>
 dim3 node_and_shot_grid(const GridParams<T>& g) {
-    return dim3((g.nx + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
+    const int threads_x = (g.nx + kLanes<T> - 1) / kLanes<T>;
+    return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
 }
 
 template <typename T, int ORDER>

@@ -41,7 +41,7 @@ struct PaddedGrid {
     PmlWidths pml;
     int nx = 0;      // padded nodes in x (model + left + right)
     int nz = 0;      // padded nodes in z
-    int stride = 0;  // values per stored row (nx + 2*kMaxHalo)
+    int stride = 0;  // values per stored row (nx + 2*kMaxHalo, rounded up to a multiple of 4)
 
     PaddedGrid() = default;
     PaddedGrid(const Grid& g, const PmlWidths& w);
