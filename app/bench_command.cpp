@@ -59,16 +59,17 @@ double host_copy_bandwidth() {
 // Fewest bytes a cell-step must move through memory in these kernels.
 // CPU (coefficients re-read per shot): forward 12 arrays of T (H pass: Ey, Hx,
 // Hz, cq in, Hx, Hz out; E pass: Hx, Hz, Ey, ca, cb in, Ey out); the gradient
-// adds the kept level, the three adjoint passes (19 arrays of T) and the
-// imaging (2 kept levels in, 2 double accumulators in and out).
+// adds the kept level, the imaging (lambda_ey and 2 kept levels in, 2 double
+// accumulators per node, shared by the shots, in and out) and the three
+// adjoint passes (16 arrays of T and the coefficients).
 // CUDA (coefficients read once per node for all shots): forward 9 arrays of T
-// plus 3/shots, the adjoint 16 plus 3/shots.
+// plus 3/shots, the adjoint 17 plus 3/shots.
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots) {
     const double coef = cuda ? 3.0 / shots : 3.0;  // ca, cb, cq: per node, or per node and shot
     const double forward = 9.0 * word + coef * word;
     if (!gradient) return forward;
-    const double adjoint = 16.0 * word + coef * word;
-    return forward + adjoint + 3.0 * stored + 4.0 * 8.0;
+    const double adjoint = 17.0 * word + coef * word;
+    return forward + adjoint + 3.0 * stored + 4.0 * 8.0 / shots;
 }
 
 void run_bench(const BenchArgs& a) {

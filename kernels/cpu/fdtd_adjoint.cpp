@@ -16,9 +16,43 @@
 namespace gprfwi::kernels::cpu {
 
 template <typename T, typename Stored>
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img) {
+    const double w = img.weight;
+#pragma omp parallel for schedule(static)
+    for (int iz = 0; iz < g.nz; ++iz) {
+        const std::size_t row = g.origin + static_cast<std::size_t>(iz) * g.stride;
+        double* __restrict g_prev = img.g_ey_prev + row;
+        double* __restrict g_next = img.g_ey_next + row;
+        double* __restrict ill = img.illumination ? img.illumination + row : nullptr;
+        // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}, shot after shot
+        for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
+            const std::size_t shot = shot_i * g.shot_stride;
+            const T* __restrict lam = lambda_ey + shot + row;
+            if (img.ey_prev) {
+                const Stored* __restrict prev = img.ey_prev + shot + row;
+                const double sp = img.scale_prev ? img.scale_prev[shot_i] : 1.0;
+                for (int ix = 0; ix < g.nx; ++ix) {
+                    const double wl = w * static_cast<double>(lam[ix]);
+                    g_prev[ix] += wl * (load_as<double>(prev[ix]) * sp);
+                }
+            }
+            if (img.ey_next) {
+                const Stored* __restrict next = img.ey_next + shot + row;
+                const double sn = img.scale_next ? img.scale_next[shot_i] : 1.0;
+                for (int ix = 0; ix < g.nx; ++ix) {
+                    const double wl = w * static_cast<double>(lam[ix]);
+                    const double e = load_as<double>(next[ix]) * sn;
+                    g_next[ix] += wl * e;
+                    if (ill) ill[ix] += w * e * e;
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
 void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
-                       const ImagingView<T, Stored>* img) {
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
@@ -32,28 +66,6 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
             T* __restrict q_z = s.q_z + shot + row;
             const T* __restrict ca = m.ca + row;
             const T* __restrict cb = m.cb + row;
-            if (img) {
-                // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
-                const Stored* prev = img->ey_prev ? img->ey_prev + shot + row : nullptr;
-                const Stored* next = img->ey_next ? img->ey_next + shot + row : nullptr;
-                double* g_prev = img->g_ey_prev + shot + row;
-                double* g_next = img->g_ey_next + shot + row;
-                const double w = img->weight;
-                const double sp = img->scale_prev ? img->scale_prev[shot_i] : 1.0;
-                const double sn = img->scale_next ? img->scale_next[shot_i] : 1.0;
-                for (int ix = 0; ix < g.nx; ++ix) {
-                    const double wl = w * static_cast<double>(lam[ix]);
-                    if (prev) g_prev[ix] += wl * (load_as<double>(prev[ix]) * sp);
-                    if (next) g_next[ix] += wl * (load_as<double>(next[ix]) * sn);
-                }
-                if (img->illumination && next) {
-                    double* ill = img->illumination + shot + row;
-                    for (int ix = 0; ix < g.nx; ++ix) {
-                        const double e = load_as<double>(next[ix]) * sn;
-                        ill[ix] += w * e * e;
-                    }
-                }
-            }
             const bool z_pml = in_strip(z, iz);
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
                 for (int ix = ix0; ix < ix1; ++ix) {
@@ -165,17 +177,20 @@ void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const Adjo
 GPRFWI_FOR_EACH_TYPE_AND_ORDER(GPRFWI_INSTANTIATE)
 #undef GPRFWI_INSTANTIATE
 
-#define GPRFWI_INSTANTIATE_PREPARE(T, S)                                                          \
-    template void adjoint_e_prepare<T, S>(const GridParams<T>&, const MaterialView<T>&,           \
-                                          const CpmlAxis<T>&, const CpmlAxis<T>&,                 \
-                                          const TmFields<T>&, const AdjointScratch<T>&,           \
-                                          const ImagingView<T, S>*);
-GPRFWI_INSTANTIATE_PREPARE(float, float)
-GPRFWI_INSTANTIATE_PREPARE(float, Bf16)
-GPRFWI_INSTANTIATE_PREPARE(double, double)
-GPRFWI_INSTANTIATE_PREPARE(double, Bf16)
-GPRFWI_INSTANTIATE_PREPARE(float, Fp8)
-GPRFWI_INSTANTIATE_PREPARE(double, Fp8)
-#undef GPRFWI_INSTANTIATE_PREPARE
+template void adjoint_e_prepare<float>(const GridParams<float>&, const MaterialView<float>&, const CpmlAxis<float>&,
+                                       const CpmlAxis<float>&, const TmFields<float>&, const AdjointScratch<float>&);
+template void adjoint_e_prepare<double>(const GridParams<double>&, const MaterialView<double>&,
+                                        const CpmlAxis<double>&, const CpmlAxis<double>&, const TmFields<double>&,
+                                        const AdjointScratch<double>&);
+
+#define GPRFWI_INSTANTIATE_IMAGING(T, S) \
+    template void imaging_condition<T, S>(const GridParams<T>&, const T*, const ImagingView<T, S>&);
+GPRFWI_INSTANTIATE_IMAGING(float, float)
+GPRFWI_INSTANTIATE_IMAGING(float, Bf16)
+GPRFWI_INSTANTIATE_IMAGING(double, double)
+GPRFWI_INSTANTIATE_IMAGING(double, Bf16)
+GPRFWI_INSTANTIATE_IMAGING(float, Fp8)
+GPRFWI_INSTANTIATE_IMAGING(double, Fp8)
+#undef GPRFWI_INSTANTIATE_IMAGING
 
 }  // namespace gprfwi::kernels::cpu

@@ -276,8 +276,8 @@ public:
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
-            k::cuda::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, adj, scratch, (prev || next) ? &img : nullptr,
-                                                  stream_);
+            if (prev || next) k::cuda::imaging_condition<T, Stored>(g_, adj.ey, img, stream_);
+            k::cuda::adjoint_e_prepare<T>(g_, materials(), x, z, adj, scratch, stream_);
             k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
             k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
@@ -335,19 +335,10 @@ public:
                 }
             }
         }
-        DeviceArray<double> sum(g_.shot_stride, peak_scratch_);
-        AdjointResult out;
-        k::cuda::sum_over_shots<T>(g_, g_prev_.get(), sum.get(), stream_);
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        out.g_prev = sum.download();
-        k::cuda::sum_over_shots<T>(g_, g_next_.get(), sum.get(), stream_);
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        out.g_next = sum.download();
-        if (opt_.illumination) {
-            k::cuda::sum_over_shots<T>(g_, illumination_.get(), sum.get(), stream_);
-            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            out.illumination = sum.download();
-        }
+        AdjointResult out;  // the accumulators hold the sums over the shots
+        out.g_prev = g_prev_.download();
+        out.g_next = g_next_.download();
+        if (opt_.illumination) out.illumination = illumination_.download();
         const std::vector<double> gw = grad_wavelet_.download();
         out.grad_wavelet_internal.resize(s_.shots.size());
         for (std::size_t si = 0; si < s_.shots.size(); ++si)
@@ -517,16 +508,16 @@ private:
         }
         std::size_t b = 3 * cells * sizeof(T) + 7 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
-        if (gradient)
-            b += 11 * n * sizeof(T) + 2 * n * sizeof(double) + cells * sizeof(double);
-            if (const int slots = s_.binomial_slots)
-                b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
-            else if (const int c = s_.checkpoint_steps)
-                b += static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n * sizeof(T) +
-                     static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
-            else
-                b += (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
-                                       : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
+        if (!gradient) return b;
+        b += 11 * n * sizeof(T) + 3 * cells * sizeof(double);
+        if (const int slots = s_.binomial_slots)
+            b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
+        else if (const int c = s_.checkpoint_steps)
+            b += static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n * sizeof(T) +
+                 static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
+        else
+            b += (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
+                                   : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
         return b;
     }
 
@@ -570,9 +561,9 @@ private:
             q_z_ = DeviceArray<T>(n, bytes);
             p_x_ = DeviceArray<T>(n, bytes);
             p_z_ = DeviceArray<T>(n, bytes);
-            g_prev_ = DeviceArray<double>(n, bytes);
-            g_next_ = DeviceArray<double>(n, bytes);
-            if (opt_.illumination) illumination_ = DeviceArray<double>(n, bytes);
+            g_prev_ = DeviceArray<double>(g_.shot_stride, bytes);  // per node, summed over the shots
+            g_next_ = DeviceArray<double>(g_.shot_stride, bytes);
+            if (opt_.illumination) illumination_ = DeviceArray<double>(g_.shot_stride, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
             n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
             if constexpr (kScaledStorage<Stored>) {
@@ -602,7 +593,6 @@ private:
             } else {
                 levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
             }
-            bytes += g_.shot_stride * sizeof(double);  // the final sum over shots
         }
         allocated_ += bytes;
         peak_ = std::max(peak_, allocated_);
@@ -650,7 +640,7 @@ private:
     const PropagatorOptions& opt_;
     int device_;
     std::size_t& peak_;
-    std::size_t allocated_ = 0, peak_scratch_ = 0;
+    std::size_t allocated_ = 0;
     cudaStream_t stream_ = nullptr;
     k::GridParams<T> g_;
     DeviceArray<T> ca_, cb_, cq_;

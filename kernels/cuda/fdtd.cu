@@ -270,52 +270,66 @@ __global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, cons
     if ((threadIdx.x & 31) == 0) grad[static_cast<std::size_t>(s) * nt + m] = acc;
 }
 
+/// The imaging condition of one adjoint step: one thread per pack of nodes
+/// runs through the shots in order, adding each to the per-node accumulators
+/// it keeps in registers (no per-shot accumulators, no atomics).
 template <typename T, typename Stored>
-__global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
-                                         TmFields<T> adj, AdjointScratch<T> sc, ImagingView<T, Stored> img,
-                                         bool imaging) {
+__global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey, ImagingView<T, Stored> img) {
     constexpr int N = kLanes<T>;
     int ix0, iz;
     if (!thread_nodes(g, ix0, iz)) return;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
-    const int s = blockIdx.z;  // the shot
-    const std::size_t o = i + s * g.shot_stride;
+    const int n = g.nx - ix0;
+    const double w = img.weight;
+    Pack<double, N> gp{}, gn{}, il{};
+    if (img.ey_prev) gp = load_pack<N>(img.g_ey_prev + i);
+    if (img.ey_next) gn = load_pack<N>(img.g_ey_next + i);
+    if (img.ey_next && img.illumination) il = load_pack<N>(img.illumination + i);
+#pragma unroll 2
+    for (int s = 0; s < g.n_shots; ++s) {
+        // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
+        const std::size_t o = i + s * g.shot_stride;
+        const Pack<T, N> lam = load_pack<N>(lambda_ey + o);
+        if (img.ey_prev) {
+            const Pack<Stored, N> e = load_pack<N>(img.ey_prev + o);
+            const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                const double wl = w * static_cast<double>(lam.v[j]);
+                gp.v[j] += wl * (load_as<double>(e.v[j]) * sp);
+            }
+        }
+        if (img.ey_next) {
+            const Pack<Stored, N> e = load_pack<N>(img.ey_next + o);
+            const double sn = img.scale_next ? img.scale_next[s] : 1.0;
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                const double wl = w * static_cast<double>(lam.v[j]);
+                const double v = load_as<double>(e.v[j]) * sn;
+                gn.v[j] += wl * v;
+                if (img.illumination) il.v[j] += w * v * v;
+            }
+        }
+    }
+    if (img.ey_prev) store_pack(img.g_ey_prev + i, gp, n);
+    if (img.ey_next) store_pack(img.g_ey_next + i, gn, n);
+    if (img.ey_next && img.illumination) store_pack(img.illumination + i, il, n);
+}
+
+template <typename T>
+__global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
+                                         TmFields<T> adj, AdjointScratch<T> sc) {
+    constexpr int N = kLanes<T>;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
+    const std::size_t o = i + blockIdx.z * g.shot_stride;
     const int n = g.nx - ix0;
     const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
     Pack<T, N> lam = load_pack<N>(adj.ey + o);
     const bool zp = in_strip(z, iz, g.nz);
     Pack<T, N> pz{};
     if (zp) pz = load_pack<N>(adj.psi_hx_z + o);
-    if (imaging) {
-        // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
-        const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
-        const double sn = img.scale_next ? img.scale_next[s] : 1.0;
-        if (img.ey_prev) {
-            const Pack<Stored, N> e = load_pack<N>(img.ey_prev + o);
-            Pack<double, N> gp = load_pack<N>(img.g_ey_prev + o);
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const double wl = img.weight * static_cast<double>(lam.v[j]);
-                gp.v[j] += wl * (load_as<double>(e.v[j]) * sp);
-            }
-            store_pack(img.g_ey_prev + o, gp, n);
-        }
-        if (img.ey_next) {
-            const Pack<Stored, N> e = load_pack<N>(img.ey_next + o);
-            Pack<double, N> gn = load_pack<N>(img.g_ey_next + o);
-            Pack<double, N> il{};
-            if (img.illumination) il = load_pack<N>(img.illumination + o);
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const double wl = img.weight * static_cast<double>(lam.v[j]);
-                const double v = load_as<double>(e.v[j]) * sn;
-                gn.v[j] += wl * v;
-                if (img.illumination) il.v[j] += img.weight * v * v;
-            }
-            store_pack(img.g_ey_next + o, gn, n);
-            if (img.illumination) store_pack(img.illumination + o, il, n);
-        }
-    }
     Pack<T, N> qx, qz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -432,15 +446,6 @@ __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, Adjoin
     store_pack(adj.ey + o, lam, g.nx - ix0);
 }
 
-template <typename T>
-__global__ void sum_over_shots_kernel(GridParams<T> g, const double* per_shot, double* out) {
-    const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-    if (i >= g.shot_stride) return;
-    double acc = 0;
-    for (int s = 0; s < g.n_shots; ++s) acc += per_shot[s * g.shot_stride + i];
-    out[i] = acc;
-}
-
 template <typename T, typename Stored>
 __global__ void store_level_kernel(std::size_t n, const T* ey, Stored* level) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -541,12 +546,16 @@ void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T*
 }
 
 template <typename T, typename Stored>
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, Stream stream) {
+    const dim3 grid = node_and_shot_grid(g);
+    imaging_kernel<T, Stored><<<dim3(grid.x, grid.y, 1), dim3(kBlockX, kBlockY), 0, stream>>>(g, lambda_ey, img);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                       const TmFields<T>& adj, const AdjointScratch<T>& s, const ImagingView<T, Stored>* img,
-                       Stream stream) {
-    const ImagingView<T, Stored> view = img ? *img : ImagingView<T, Stored>{nullptr, nullptr, 0.0, nullptr, nullptr};
-    adjoint_e_prepare_kernel<T, Stored>
-        <<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s, view, img != nullptr);
+                       const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
+    adjoint_e_prepare_kernel<T><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -560,12 +569,6 @@ void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
     adjoint_e_finish_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, adj, s);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out, Stream stream) {
-    sum_over_shots_kernel<T><<<blocks_for(g.shot_stride, 256), 256, 0, stream>>>(g, per_shot, out);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -618,19 +621,14 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
                                             T*, Stream);                                                            \
     template void source_gradient<T>(const GridParams<T>&, const SparseOperators&, const T*, double*, int, int,     \
                                      Stream);                                                                       \
-    template void adjoint_e_prepare<T, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
-                                          const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,         \
-                                          const ImagingView<T, T>*, Stream);                                        \
-    template void adjoint_e_prepare<T, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,      \
-                                             const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,      \
-                                             const ImagingView<T, Bf16>*, Stream);                                  \
-    template void adjoint_e_prepare<T, Fp8>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,       \
-                                            const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,       \
-                                            const ImagingView<T, Fp8>*, Stream);                                    \
+    template void imaging_condition<T, T>(const GridParams<T>&, const T*, const ImagingView<T, T>&, Stream);       \
+    template void imaging_condition<T, Bf16>(const GridParams<T>&, const T*, const ImagingView<T, Bf16>&, Stream); \
+    template void imaging_condition<T, Fp8>(const GridParams<T>&, const T*, const ImagingView<T, Fp8>&, Stream);   \
+    template void adjoint_e_prepare<T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
+                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream);  \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void sum_over_shots<T>(const GridParams<T>&, const double*, double*, Stream);                          \
     template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)

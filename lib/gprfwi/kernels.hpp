@@ -25,7 +25,8 @@
 //                      s_x = cq*lambda_hz:  m = mu_ey_x + s_x; p_x = s_x/kappa_x,h + a_x,h*m; mu_ey_x = b_x,h*m
 //                      s_z = -cq*lambda_hx: m = mu_ey_z + s_z; p_z = s_z/kappa_z,h + a_z,h*m; mu_ey_z = b_z,h*m
 //   pass 3 (E nodes):  lambda_ey -= Dx-[p_x] + Dz-[p_z]
-// Imaging (in pass 1, before lambda_ey is scaled), with weight w_img:
+// Imaging (before pass 1, which scales lambda_ey), with weight w_img, summed
+// over the batch's shots in shot order into one accumulator per node:
 //   g_ey_prev += w_img * lambda_ey^{n+1} * Ey^n        (= dJ/dca)
 //   g_ey_next += w_img * lambda_ey^{n+1} * Ey^{n+1}    (dJ/dcb = (g_ey_next - ca*g_ey_prev)/cb)
 
@@ -90,19 +91,21 @@ struct AdjointScratch {
 };
 
 /// The stored Ey levels an imaging step reads (shots one shot stride apart),
-/// with its accumulation weight, and the per-shot accumulators. A level that
-/// is not stored (Ey^0 = 0, or skipped by a snapshot interval) is nullptr.
+/// with its accumulation weight, and the accumulators: one value per node
+/// (shot_stride values), to which each step adds its shots in shot order. A
+/// level that is not stored (Ey^0 = 0, or skipped by a snapshot interval) is
+/// nullptr.
 template <typename T, typename Stored>
 struct ImagingView {
     const Stored* ey_prev;  // Ey^n
     const Stored* ey_next;  // Ey^{n+1}
     double weight;
-    double* g_ey_prev;  // per shot, shot_stride apart
+    double* g_ey_prev;  // per node
     double* g_ey_next;
     const double* scale_prev = nullptr;  // per shot, for scaled storage (fp8)
     const double* scale_next = nullptr;
-    /// When non-null, per shot: += w * (Ey^{n+1})^2, the forward field's
-    /// energy that illumination preconditioning divides by.
+    /// When non-null, per node: += w * (Ey^{n+1})^2 of every shot, the forward
+    /// field's energy that illumination preconditioning divides by.
     double* illumination = nullptr;
 };
 
@@ -118,11 +121,14 @@ template <typename T, int ORDER>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f);
 
-/// Adjoint pass 1, with the imaging condition when `img` is non-null.
+/// The imaging condition of one adjoint step (before pass 1).
 template <typename T, typename Stored>
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img);
+
+/// Adjoint pass 1.
+template <typename T>
 void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
-                       const ImagingView<T, Stored>* img);
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s);
 
 /// Adjoint pass 2.
 template <typename T, int ORDER>
@@ -196,9 +202,12 @@ void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T*
                      double* grad_wavelet, int nt_internal, int m, Stream stream);
 
 template <typename T, typename Stored>
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img,
+                       Stream stream);
+
+template <typename T>
 void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
-                       const ImagingView<T, Stored>* img, Stream stream);
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream);
 
 template <typename T, int ORDER>
 void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
@@ -207,10 +216,6 @@ void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s,
                       Stream stream);
-
-/// out[i] = sum over shots, in shot order, of per_shot[shot][i].
-template <typename T>
-void sum_over_shots(const GridParams<T>& g, const double* per_shot, double* out, Stream stream);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>

@@ -91,12 +91,14 @@ public:
         const std::size_t n = batch_size();
         FieldArrays<T> adj(n);
         std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
-        std::vector<double> g_prev(n, 0.0), g_next(n, 0.0);
-        std::vector<double> illumination(opt_.illumination ? n : 0, 0.0);
+        const std::size_t cells = g_.shot_stride;
+        AdjointResult out;
+        out.g_prev.assign(cells, 0.0);  // the imaging accumulators, summed over the shots as it goes
+        out.g_next.assign(cells, 0.0);
+        if (opt_.illumination) out.illumination.assign(cells, 0.0);
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
         const auto x = x_.view(), z = z_.view();
-        AdjointResult out;
         out.grad_wavelet_internal.assign(s_.shots.size(), std::vector<double>(s_.time.nt_internal, 0.0));
         // adjoint step m, imaging with kept levels m and m+1 (nullptr: not kept)
         auto adjoint_step = [&](int m, const Stored* prev, const Stored* next) {
@@ -112,11 +114,11 @@ public:
                 out.grad_wavelet_internal[si][m] = acc;
             }
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                g_prev.data(), g_next.data(), level_scales(prev, m),
+                                                out.g_prev.data(), out.g_next.data(), level_scales(prev, m),
                                                 level_scales(next, m + 1),
-                                                illumination.empty() ? nullptr : illumination.data()};
-            k::cpu::adjoint_e_prepare<T, Stored>(g_, materials(), x, z, fields, scratch,
-                                                 (prev || next) ? &img : nullptr);
+                                                out.illumination.empty() ? nullptr : out.illumination.data()};
+            if (prev || next) k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img);
+            k::cpu::adjoint_e_prepare<T>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
@@ -168,20 +170,6 @@ public:
             }
         } else {
             for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
-        }
-        // sum the per-shot accumulators in shot order
-        const std::size_t cells = g_.shot_stride;
-        out.g_prev.assign(cells, 0.0);
-        out.g_next.assign(cells, 0.0);
-        for (int si = 0; si < g_.n_shots; ++si)
-            for (std::size_t i = 0; i < cells; ++i) {
-                out.g_prev[i] += g_prev[si * cells + i];
-                out.g_next[i] += g_next[si * cells + i];
-            }
-        if (!illumination.empty()) {
-            out.illumination.assign(cells, 0.0);
-            for (int si = 0; si < g_.n_shots; ++si)
-                for (std::size_t i = 0; i < cells; ++i) out.illumination[i] += illumination[si * cells + i];
         }
         return out;
     }

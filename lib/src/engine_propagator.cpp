@@ -130,10 +130,10 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     const std::size_t level = g.storage_size() * shots;
     MemoryEstimate e;
     // coefficients (3) + forward fields (7); gradient: adjoint fields (7),
-    // scratch (4) and two double accumulators per shot (three with illumination)
+    // scratch (4) and two double accumulators summed over the shots (three with illumination)
     e.fields_bytes = 3 * g.storage_size() * word + 7 * level * word;
     if (gradient) {
-        e.fields_bytes += 11 * level * word + (options.illumination ? 3 : 2) * level * sizeof(double);
+        e.fields_bytes += 11 * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
         const auto c = options.snapshots.compression;
         const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
         e.snapshot_bytes = static_cast<std::size_t>(nt_internal / interval) * level * stored;
