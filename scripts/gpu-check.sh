@@ -21,6 +21,8 @@ bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | 
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression fp8 --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --interval 0 --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --checkpoint -1 --repeats 2
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --binomial -1 --repeats 1
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --binomial 4 --repeats 1
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host
   bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host --compression bf16
