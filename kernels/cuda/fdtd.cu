@@ -96,116 +96,182 @@ __device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, i
     return ix0 < g.nx && iz < g.nz;
 }
 
+// The forward step is one kernel that reads each field once and writes it
+// once. A warp owns a band of columns, each lane kLanes<T> of them, and
+// marches down a segment of kStepRows rows: at row r it computes Hx one row
+// ahead (r + R - 1, from the Ey rows r .. r + 2R - 1 it holds in registers),
+// Hz at r (x neighbours by warp shuffles) and then Ey at r, from the Hx rows
+// r - R .. r + R - 1 it holds. The HL lanes at each edge of the warp only
+// supply neighbours, and a segment recomputes the 2R - 1 Hx rows above it, so
+// warps never wait for each other; but since neighbours read fields that their
+// owner is replacing, the step reads Ey, Hx, Hz, psi_ey_x, psi_ey_z from one
+// buffer and writes them to another (psi_hz_x, psi_hx_z, read and written only
+// at their own nodes, are updated in place). Nodes outside the grid keep the
+// halo's zeros, as the CPU's loops leave them. Each node's arithmetic is the
+// CPU's (update_h then update_e), in the same order.
+constexpr int kStepWarps = 4, kStepRows = 32, kStepBlocksPerSm = 4;
+
 template <typename T, int ORDER>
-__global__ void update_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f) {
-    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
-    const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
-    const T* ey = f.ey + o;
-    // loads: Ey around the nodes, old H, cq, psi_ey_z in the z strips
-    T e[N + 2 * H];
-    load_row_window<N>(ey, e);
-    Pack<T, N> up[R], dn[R];
+struct StepShape {
+    static constexpr int N = kLanes<T>, R = ORDER / 2;
+    static constexpr int HL = (2 * R - 1 + N - 1) / N;  // neighbour-only lanes at each edge
+    static constexpr int U = 32 - 2 * HL;               // lanes that own their columns
+    static constexpr int W = (2 * HL + 1) * N;          // x window: this lane and HL lanes each side
+};
+
+/// The row window of lanes -HL..HL around this lane: w[(d + HL) * N + j] is
+/// value j of lane + d (garbage where lane + d is outside the warp).
+template <int N, int HL, typename T>
+__device__ __forceinline__ void lane_window(const Pack<T, N>& v, T (&w)[(2 * HL + 1) * N]) {
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-        up[k] = load_pack<N>(ey + (k + 1) * stride);
-        dn[k] = load_pack<N>(ey - k * stride);
-    }
-    Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
-    const Pack<T, N> cq = load_pack<N>(m.cq + c);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_ey_z + o);
+    for (int j = 0; j < N; ++j) w[HL * N + j] = v.v[j];
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
-        T dx = 0, dz = 0;
+    for (int d = 1; d <= HL; ++d)
 #pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        for (int j = 0; j < N; ++j) {
+            w[(HL - d) * N + j] = __shfl_up_sync(0xffffffffu, v.v[j], d);
+            w[(HL + d) * N + j] = __shfl_down_sync(0xffffffffu, v.v[j], d);
         }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_half[ix] * f.psi_ey_x[o + j] + x.a_half[ix] * dx;
-            f.psi_ey_x[o + j] = psi;
-            dx = dx * x.inv_kappa_half[ix] + psi;
-        }
-        if (zp) {
-            const T psi = z.b_half[iz] * pz.v[j] + z.a_half[iz] * dz;
-            pz.v[j] = psi;
-            dz = dz * z.inv_kappa_half[iz] + psi;
-        }
-        hx.v[j] = hx.v[j] - cq.v[j] * dz;
-        hz.v[j] = hz.v[j] + cq.v[j] * dx;
-    }
-    const int n = g.nx - ix0;
-    store_pack(f.hx + o, hx, n);
-    store_pack(f.hz + o, hz, n);
-    if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
-// (at most 64 registers: with 72, 3 blocks fit an SM instead of 4; +4% measured)
 template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kBlockX * kBlockY, 4) update_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
-                                Stored* keep) {
-    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
-    const std::size_t o = c + blockIdx.z * g.shot_stride;
-    const T* hx = f.hx + o;
-    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, psi_hx_z in the z strips
-    T h[N + 2 * H];
-    load_row_window<N>(f.hz + o, h);
-    Pack<T, N> up[R], dn[R];
+__global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm) step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x,
+                                                                CpmlAxis<T> z, TmFields<T> in, TmFields<T> out,
+                                                                Stored* keep) {
+    using S = StepShape<T, ORDER>;
+    constexpr int N = S::N, R = S::R, HL = S::HL;
+    const int lane = threadIdx.x & 31;
+    const int band = blockIdx.x * kStepWarps + threadIdx.x / 32;
+    if (band * S::U * N >= g.nx) return;  // the whole warp
+    const int c0 = (band * S::U + lane - HL) * N;  // this lane's first column
+    // packs are N-aligned and the halo is a multiple of N: a pack lies wholly inside or outside a stored row
+    const bool stored_cols = c0 >= -kMaxHalo && c0 < g.stride - kMaxHalo;
+    const bool owner = lane >= HL && lane < 32 - HL && c0 < g.nx;
+    const int n_own = g.nx - c0;  // values of the pack inside the grid (>= N: all)
+    const int z0 = blockIdx.y * kStepRows, z1 = min(z0 + kStepRows, g.nz);
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c0;  // (row 0, c0) in a coefficient array
+    const std::size_t shot = blockIdx.z * g.shot_stride;
+    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
+    // a row's pack, zero outside the stored rows and columns
+    auto load = [&](const T* a, int r) {
+        Pack<T, N> v{};
+        if (stored_cols && r >= -kMaxHalo && r < g.nz + kMaxHalo) v = load_pack<N>(a + at(r));
+        return v;
+    };
+    auto inside = [&](int j) { return c0 + j >= 0 && c0 + j < g.nx; };
+
+    // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
+    auto hx_row = [&](int q, const Pack<T, N>* e) {
+        Pack<T, N> h{};
+        if (q < 0 || q >= g.nz) return h;
+        const Pack<T, N> old = load(in.hx + shot, q), cq = load(m.cq, q);
+        const bool zp = in_strip(z, q, g.nz);
+        Pack<T, N> psi{};
+        if (zp) psi = load(in.psi_ey_z + shot, q);
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-        up[k] = load_pack<N>(hx + k * stride);
-        dn[k] = load_pack<N>(hx - (k + 1) * stride);
+        for (int j = 0; j < N; ++j) {
+            T dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
+            dz *= g.inv_dz;
+            if (zp) {
+                const T p = z.b_half[q] * psi.v[j] + z.a_half[q] * dz;
+                psi.v[j] = p;
+                dz = dz * z.inv_kappa_half[q] + p;
+            }
+            h.v[j] = inside(j) ? old.v[j] - cq.v[j] * dz : T(0);
+        }
+        if (owner && q >= z0 && q < z1) {
+            store_pack(out.hx + shot + at(q), h, n_own);
+            if (zp) store_pack(out.psi_ey_z + shot + at(q), psi, n_own);
+        }
+        return h;
+    };
+
+    // prologue: the Hx rows z0-R .. z0+R-2 from the Ey rows z0-2R+1 .. z0+2R-2,
+    // leaving the Ey rows z0 .. z0+2R-2 in the window
+    Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1
+    Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = load(in.ey + shot, z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        ew[2 * R - 1] = load(in.ey + shot, z0 + t);
+        hw[t] = hx_row(z0 - R + t, ew);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
     }
-    Pack<T, N> ey = load_pack<N>(f.ey + o);
-    const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_hx_z + o);
-    Pack<Stored, N> kept{};
+    for (int r = z0; r < z1; ++r) {
+        ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
+        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load(m.cq, r);
+        const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
+        const bool zp = in_strip(z, r, g.nz);
+        Pack<T, N> mz{};
+        if (zp) mz = load(in.psi_hx_z + shot, r);
+        hw[2 * R - 1] = hx_row(r + R - 1, ew);
+        // Hz^{n+1/2} at row r: Dx+[Ey]
+        T e[S::W];
+        lane_window<N, HL>(ew[0], e);
+        Pack<T, N> hz;
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
-        T dx = 0, dz = 0;
+        for (int j = 0; j < N; ++j) {
+            T dx = 0;
 #pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+            for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
+            dx *= g.inv_dx;
+            const int ix = c0 + j;
+            if (inside(j) && in_strip(x, ix, g.nx)) {
+                const std::size_t o = shot + at(r) + j;
+                const T p = x.b_half[ix] * in.psi_ey_x[o] + x.a_half[ix] * dx;
+                if (owner) out.psi_ey_x[o] = p;
+                dx = dx * x.inv_kappa_half[ix] + p;
+            }
+            hz.v[j] = inside(j) ? hz_old.v[j] + cq.v[j] * dx : T(0);
         }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_int[ix] * f.psi_hz_x[o + j] + x.a_int[ix] * dx;
-            f.psi_hz_x[o + j] = psi;
-            dx = dx * x.inv_kappa_int[ix] + psi;
+        // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
+        T h[S::W];
+        lane_window<N, HL>(hz, h);
+        Pack<T, N> ey;
+        Pack<Stored, N> kept{};
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dx = 0, dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                dx += coef<T, ORDER>(k) * (h[HL * N + j + k] - h[HL * N + j - k - 1]);
+                dz += coef<T, ORDER>(k) * (hw[R + k].v[j] - hw[R - 1 - k].v[j]);
+            }
+            dx *= g.inv_dx;
+            dz *= g.inv_dz;
+            const int ix = c0 + j;
+            if (owner && inside(j) && in_strip(x, ix, g.nx)) {
+                const std::size_t o = shot + at(r) + j;
+                const T p = x.b_int[ix] * in.psi_hz_x[o] + x.a_int[ix] * dx;
+                in.psi_hz_x[o] = p;
+                dx = dx * x.inv_kappa_int[ix] + p;
+            }
+            if (zp) {
+                const T p = z.b_int[r] * mz.v[j] + z.a_int[r] * dz;
+                mz.v[j] = p;
+                dz = dz * z.inv_kappa_int[r] + p;
+            }
+            // Ey^{n+1} = ca*Ey^n + cb*curlH
+            ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
+            if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
-        if (zp) {
-            const T psi = z.b_int[iz] * pz.v[j] + z.a_int[iz] * dz;
-            pz.v[j] = psi;
-            dz = dz * z.inv_kappa_int[iz] + psi;
+        if (owner) {
+            const std::size_t o = shot + at(r);
+            store_pack(out.hz + o, hz, n_own);
+            store_pack(out.ey + o, ey, n_own);
+            if (zp) store_pack(in.psi_hx_z + o, mz, n_own);
+            if (keep) store_pack(keep + o, kept, n_own);
         }
-        // Ey^{n+1} = ca*Ey^n + cb*curlH
-        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
-        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) {
+            ew[i] = ew[i + 1];
+            hw[i] = hw[i + 1];
+        }
     }
-    const int n = g.nx - ix0;
-    store_pack(f.ey + o, ey, n);
-    if (zp) store_pack(f.psi_hx_z + o, pz, n);
-    if (keep) store_pack(keep + o, kept, n);
 }
 
 template <typename T, typename Stored>
@@ -500,17 +566,13 @@ dim3 node_and_shot_grid(const GridParams<T>& g) {
     return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
 }
 
-template <typename T, int ORDER>
-void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-              const TmFields<T>& f, Stream stream) {
-    update_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
-}
-
 template <typename T, int ORDER, typename Stored>
-void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-              const TmFields<T>& f, Stored* keep, Stream stream) {
-    update_e_kernel<T, ORDER, Stored><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f, keep);
+void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream) {
+    using S = StepShape<T, ORDER>;
+    const int bands = (g.nx + S::U * S::N - 1) / (S::U * S::N);
+    const dim3 grid((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
+    step_kernel<T, ORDER, Stored><<<grid, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -599,12 +661,11 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 }
 
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
-    template void update_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,           \
-                                     const CpmlAxis<T>&, const TmFields<T>&, Stream);                            \
-    template void update_e<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,        \
-                                        const CpmlAxis<T>&, const TmFields<T>&, T*, Stream);                     \
-    template void update_e<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,     \
-                                           const CpmlAxis<T>&, const TmFields<T>&, Bf16*, Stream);               \
+    template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
+                                    const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*, Stream);     \
+    template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
+                                       const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
+                                       Stream);                                                                 \
     template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
     template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \
