@@ -109,7 +109,11 @@ __device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, i
 // at their own nodes, are updated in place). Nodes outside the grid keep the
 // halo's zeros, as the CPU's loops leave them. Each node's arithmetic is the
 // CPU's (update_h then update_e), in the same order.
-constexpr int kStepWarps = 4, kStepRows = 32, kStepBlocksPerSm = 4;
+// Interior warps: blocks of 4, segments of 32 rows. The CPML's warps (the
+// first and last bands and segments) are few, so they take 8-row pieces of
+// their segments in blocks of one warp, to keep enough of them in flight.
+constexpr int kStepWarps = 4, kStepRows = 32, kStepBlocksPerSmInterior = 5;
+constexpr int kStepRowsCpml = 8, kStepBlocksPerSmCpml = 16;
 
 template <typename T, int ORDER>
 struct StepShape {
@@ -134,38 +138,58 @@ __device__ __forceinline__ void lane_window(const Pack<T, N>& v, T (&w)[(2 * HL 
         }
 }
 
-template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm) step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x,
-                                                                CpmlAxis<T> z, TmFields<T> in, TmFields<T> out,
-                                                                Stored* keep) {
+/// Whether a warp's band and segment compute any node of a CPML strip
+/// (their own nodes, and the columns and Hx rows they recompute for others).
+template <typename T, int ORDER>
+__device__ __forceinline__ bool touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                                             int band, int z0, int z1) {
+    using S = StepShape<T, ORDER>;
+    const int c_first = (band * S::U - S::HL) * S::N, c_last = (band * S::U + 32 - S::HL) * S::N - 1;
+    const int r_first = z0 - S::R, r_last = z1 + S::R - 2;
+    return in_strip(x, c_first, g.nx) || in_strip(x, c_last, g.nx) || c_last >= g.nx ||
+           in_strip(z, r_first, g.nz) || in_strip(z, r_last, g.nz) || r_last >= g.nz;
+}
+
+// CPML = false: the warps whose band and segment lie wholly inside the CPML
+// strips' interior; CPML = true: all others (one launch each, so that the
+// interior's kernel keeps the registers of a step without memory variables).
+template <typename T, int ORDER, typename Stored, bool CPML>
+__global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlocksPerSmCpml : kStepBlocksPerSmInterior)
+    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> in, TmFields<T> out,
+                Stored* keep) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
+    constexpr int kWarps = CPML ? 1 : kStepWarps, kRows = CPML ? kStepRowsCpml : kStepRows;
     const int lane = threadIdx.x & 31;
-    const int band = blockIdx.x * kStepWarps + threadIdx.x / 32;
+    const int band = blockIdx.x * kWarps + threadIdx.x / 32;
     if (band * S::U * N >= g.nx) return;  // the whole warp
+    const int p0 = blockIdx.y * kRows / kStepRows * kStepRows;  // the 32-row segment that decides the launch
+    if (touches_cpml<T, ORDER>(g, x, z, band, p0, min(p0 + kStepRows, g.nz)) != CPML) return;  // the other's warp
     const int c0 = (band * S::U + lane - HL) * N;  // this lane's first column
     // packs are N-aligned and the halo is a multiple of N: a pack lies wholly inside or outside a stored row
     const bool stored_cols = c0 >= -kMaxHalo && c0 < g.stride - kMaxHalo;
     const bool owner = lane >= HL && lane < 32 - HL && c0 < g.nx;
     const int n_own = g.nx - c0;  // values of the pack inside the grid (>= N: all)
-    const int z0 = blockIdx.y * kStepRows, z1 = min(z0 + kStepRows, g.nz);
+    const int z0 = blockIdx.y * kRows, z1 = min(z0 + kRows, g.nz);
     const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c0;  // (row 0, c0) in a coefficient array
     const std::size_t shot = blockIdx.z * g.shot_stride;
     auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
-    // a row's pack, zero outside the stored rows and columns
+    // a row's pack, zero outside the stored rows and columns (which interior
+    // warps, CPML = false, never reach: there every load is unconditional)
     auto load = [&](const T* a, int r) {
+        if (!CPML) return load_pack<N>(a + at(r));
         Pack<T, N> v{};
         if (stored_cols && r >= -kMaxHalo && r < g.nz + kMaxHalo) v = load_pack<N>(a + at(r));
         return v;
     };
-    auto inside = [&](int j) { return c0 + j >= 0 && c0 + j < g.nx; };
+    auto inside = [&](int j) { return !CPML || (c0 + j >= 0 && c0 + j < g.nx); };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
         Pack<T, N> h{};
-        if (q < 0 || q >= g.nz) return h;
+        if (CPML && (q < 0 || q >= g.nz)) return h;
         const Pack<T, N> old = load(in.hx + shot, q), cq = load(m.cq, q);
-        const bool zp = in_strip(z, q, g.nz);
+        const bool zp = CPML && in_strip(z, q, g.nz);
         Pack<T, N> psi{};
         if (zp) psi = load(in.psi_ey_z + shot, q);
 #pragma unroll
@@ -205,7 +229,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm) step_kernel
         ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
         const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load(m.cq, r);
         const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
-        const bool zp = in_strip(z, r, g.nz);
+        const bool zp = CPML && in_strip(z, r, g.nz);
         Pack<T, N> mz{};
         if (zp) mz = load(in.psi_hx_z + shot, r);
         hw[2 * R - 1] = hx_row(r + R - 1, ew);
@@ -220,7 +244,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm) step_kernel
             for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
             dx *= g.inv_dx;
             const int ix = c0 + j;
-            if (inside(j) && in_strip(x, ix, g.nx)) {
+            if (CPML && inside(j) && in_strip(x, ix, g.nx)) {
                 const std::size_t o = shot + at(r) + j;
                 const T p = x.b_half[ix] * in.psi_ey_x[o] + x.a_half[ix] * dx;
                 if (owner) out.psi_ey_x[o] = p;
@@ -244,7 +268,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm) step_kernel
             dx *= g.inv_dx;
             dz *= g.inv_dz;
             const int ix = c0 + j;
-            if (owner && inside(j) && in_strip(x, ix, g.nx)) {
+            if (CPML && owner && inside(j) && in_strip(x, ix, g.nx)) {
                 const std::size_t o = shot + at(r) + j;
                 const T p = x.b_int[ix] * in.psi_hz_x[o] + x.a_int[ix] * dx;
                 in.psi_hz_x[o] = p;
@@ -571,8 +595,10 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream) {
     using S = StepShape<T, ORDER>;
     const int bands = (g.nx + S::U * S::N - 1) / (S::U * S::N);
-    const dim3 grid((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
-    step_kernel<T, ORDER, Stored><<<grid, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
+    const dim3 interior((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
+    step_kernel<T, ORDER, Stored, false><<<interior, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
+    const dim3 cpml(bands, (g.nz + kStepRowsCpml - 1) / kStepRowsCpml, g.n_shots);
+    step_kernel<T, ORDER, Stored, true><<<cpml, 32, 0, stream>>>(g, m, x, z, in, out, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
