@@ -298,6 +298,134 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
     }
 }
 
+/// Whether node pack (ix0, iz) belongs to the CPML's warps of the step (see
+/// touches_cpml), which the strip kernels below update instead.
+template <typename T, int ORDER>
+__device__ __forceinline__ bool cpml_owned(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, int ix0,
+                                           int iz) {
+    using S = StepShape<T, ORDER>;
+    const int p0 = iz / kStepRows * kStepRows;
+    return touches_cpml<T, ORDER>(g, x, z, ix0 / (S::U * S::N), p0, min(p0 + kStepRows, g.nz));
+}
+
+// The nodes of the CPML's warps: H from `f` into `out`, then E from `f` and
+// the new H of `out` (the interior launch has written its nodes' H by then).
+template <typename T, int ORDER>
+__global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
+                               TmFields<T> out) {
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
+    if (!cpml_owned<T, ORDER>(g, x, z, ix0, iz)) return;  // the interior launch's node
+    const int stride = g.stride;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
+    const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
+    const T* ey = f.ey + o;
+    // loads: Ey around the nodes, old H, cq, psi_ey_z in the z strips
+    T e[N + 2 * H];
+    load_row_window<N>(ey, e);
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(ey + (k + 1) * stride);
+        dn[k] = load_pack<N>(ey - k * stride);
+    }
+    Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
+    const Pack<T, N> cq = load_pack<N>(m.cq + c);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pz{};
+    if (zp) pz = load_pack<N>(f.psi_ey_z + o);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = x.b_half[ix] * f.psi_ey_x[o + j] + x.a_half[ix] * dx;
+            out.psi_ey_x[o + j] = psi;
+            dx = dx * x.inv_kappa_half[ix] + psi;
+        }
+        if (zp) {
+            const T psi = z.b_half[iz] * pz.v[j] + z.a_half[iz] * dz;
+            pz.v[j] = psi;
+            dz = dz * z.inv_kappa_half[iz] + psi;
+        }
+        hx.v[j] = hx.v[j] - cq.v[j] * dz;
+        hz.v[j] = hz.v[j] + cq.v[j] * dx;
+    }
+    const int n = g.nx - ix0;
+    store_pack(out.hx + o, hx, n);
+    store_pack(out.hz + o, hz, n);
+    if (zp) store_pack(out.psi_ey_z + o, pz, n);
+}
+
+
+template <typename T, int ORDER, typename Stored>
+__global__ void __launch_bounds__(kBlockX * kBlockY, 4)
+    strip_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
+                   Stored* keep) {
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    int ix0, iz;
+    if (!thread_nodes(g, ix0, iz)) return;
+    if (!cpml_owned<T, ORDER>(g, x, z, ix0, iz)) return;  // the interior launch's node
+    const int stride = g.stride;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
+    const std::size_t o = c + blockIdx.z * g.shot_stride;
+    const T* hx = out.hx + o;  // H^{n+1/2}, from both launches
+    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, psi_hx_z in the z strips
+    T h[N + 2 * H];
+    load_row_window<N>(out.hz + o, h);
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(hx + k * stride);
+        dn[k] = load_pack<N>(hx - (k + 1) * stride);
+    }
+    Pack<T, N> ey = load_pack<N>(f.ey + o);
+    const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> pz{};
+    if (zp) pz = load_pack<N>(f.psi_hx_z + o);
+    Pack<Stored, N> kept{};
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = x.b_int[ix] * f.psi_hz_x[o + j] + x.a_int[ix] * dx;
+            f.psi_hz_x[o + j] = psi;
+            dx = dx * x.inv_kappa_int[ix] + psi;
+        }
+        if (zp) {
+            const T psi = z.b_int[iz] * pz.v[j] + z.a_int[iz] * dz;
+            pz.v[j] = psi;
+            dz = dz * z.inv_kappa_int[iz] + psi;
+        }
+        // Ey^{n+1} = ca*Ey^n + cb*curlH
+        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+    }
+    const int n = g.nx - ix0;
+    store_pack(out.ey + o, ey, n);
+    if (zp) store_pack(f.psi_hx_z + o, pz, n);
+    if (keep) store_pack(keep + o, kept, n);
+}
+
 template <typename T, typename Stored>
 __global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const double* wavelets, int nt, int m,
                                       T* ey, Stored* keep) {
@@ -597,8 +725,8 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const int bands = (g.nx + S::U * S::N - 1) / (S::U * S::N);
     const dim3 interior((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
     step_kernel<T, ORDER, Stored, false><<<interior, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
-    const dim3 cpml(bands, (g.nz + kStepRowsCpml - 1) / kStepRowsCpml, g.n_shots);
-    step_kernel<T, ORDER, Stored, true><<<cpml, 32, 0, stream>>>(g, m, x, z, in, out, keep);
+    strip_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, in, out);
+    strip_e_kernel<T, ORDER, Stored><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, in, out, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
