@@ -38,7 +38,7 @@ __device__ __forceinline__ T coef(int k) {
 }
 
 template <typename T>
-__device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
+__host__ __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
     const int lo = a.strip_low_end < n ? a.strip_low_end : n;
     const int hi = a.strip_high_begin > lo ? a.strip_high_begin : lo;
     return i < lo || i >= hi;
@@ -141,13 +141,69 @@ __device__ __forceinline__ void lane_window(const Pack<T, N>& v, T (&w)[(2 * HL 
 /// Whether a warp's band and segment compute any node of a CPML strip
 /// (their own nodes, and the columns and Hx rows they recompute for others).
 template <typename T, int ORDER>
-__device__ __forceinline__ bool touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                                             int band, int z0, int z1) {
+__host__ __device__ __forceinline__ bool band_touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, int band) {
     using S = StepShape<T, ORDER>;
     const int c_first = (band * S::U - S::HL) * S::N, c_last = (band * S::U + 32 - S::HL) * S::N - 1;
-    const int r_first = z0 - S::R, r_last = z1 + S::R - 2;
-    return in_strip(x, c_first, g.nx) || in_strip(x, c_last, g.nx) || c_last >= g.nx ||
-           in_strip(z, r_first, g.nz) || in_strip(z, r_last, g.nz) || r_last >= g.nz;
+    return in_strip(x, c_first, g.nx) || in_strip(x, c_last, g.nx) || c_last >= g.nx;
+}
+/// ... of the 32-row segment starting at row p0
+template <typename T, int ORDER>
+__host__ __device__ __forceinline__ bool segment_touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& z, int p0) {
+    const int p1 = p0 + kStepRows < g.nz ? p0 + kStepRows : g.nz;
+    const int r_first = p0 - StepShape<T, ORDER>::R, r_last = p1 + StepShape<T, ORDER>::R - 2;
+    return in_strip(z, r_first, g.nz) || in_strip(z, r_last, g.nz) || r_last >= g.nz;
+}
+template <typename T, int ORDER>
+__device__ __forceinline__ bool touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                                             int band, int z0, int /*z1*/) {
+    return band_touches_cpml<T, ORDER>(g, x, band) || segment_touches_cpml<T, ORDER>(g, z, z0);
+}
+
+/// The CPML frame: the rows of the segments that touch a strip at the top
+/// ([0, top)) and bottom ([bottom, nz)), and, between them, the columns of
+/// the bands that touch one at the left ([0, left)) and right ([right, nx)).
+/// The strip kernels run over the rows (rows = true: every column) or the
+/// sides (rows = false), mapping their blocks onto those nodes only.
+struct Frame {
+    int top, bottom, left, right;
+    bool rows;
+};
+
+template <typename T, int ORDER>
+Frame cpml_frame(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    using S = StepShape<T, ORDER>;
+    const int band_cols = S::U * S::N, bands = (g.nx + band_cols - 1) / band_cols;
+    const int segments = (g.nz + kStepRows - 1) / kStepRows;
+    Frame f{0, g.nz, 0, g.nx, true};
+    int s = 0;
+    while (s < segments && segment_touches_cpml<T, ORDER>(g, z, s * kStepRows)) ++s;
+    f.top = std::min(s * kStepRows, g.nz);
+    s = segments - 1;
+    while (s >= 0 && s * kStepRows >= f.top && segment_touches_cpml<T, ORDER>(g, z, s * kStepRows)) --s;
+    f.bottom = std::max(std::min((s + 1) * kStepRows, g.nz), f.top);
+    int b = 0;
+    while (b < bands && band_touches_cpml<T, ORDER>(g, x, b)) ++b;
+    f.left = std::min(b * band_cols, g.nx);
+    b = bands - 1;
+    while (b >= 0 && b * band_cols >= f.left && band_touches_cpml<T, ORDER>(g, x, b)) --b;
+    f.right = std::max(std::min((b + 1) * band_cols, g.nx), f.left);
+    return f;
+}
+
+/// The node pack (ix0, iz) of this thread in frame part `fr`; false outside it.
+template <typename T>
+__device__ __forceinline__ bool frame_nodes(const GridParams<T>& g, const Frame& fr, int& ix0, int& iz) {
+    constexpr int N = kLanes<T>;
+    const int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
+    if (fr.rows) {
+        ix0 = px * N;
+        iz = py < fr.top ? py : fr.bottom + (py - fr.top);
+        return ix0 < g.nx && iz < g.nz;
+    }
+    const int left_packs = (fr.left + N - 1) / N;
+    ix0 = px < left_packs ? px * N : fr.right + (px - left_packs) * N;
+    iz = fr.top + py;
+    return ix0 < g.nx && iz < fr.bottom;
 }
 
 // CPML = false: the warps whose band and segment lie wholly inside the CPML
@@ -298,25 +354,14 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
     }
 }
 
-/// Whether node pack (ix0, iz) belongs to the CPML's warps of the step (see
-/// touches_cpml), which the strip kernels below update instead.
-template <typename T, int ORDER>
-__device__ __forceinline__ bool cpml_owned(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, int ix0,
-                                           int iz) {
-    using S = StepShape<T, ORDER>;
-    const int p0 = iz / kStepRows * kStepRows;
-    return touches_cpml<T, ORDER>(g, x, z, ix0 / (S::U * S::N), p0, min(p0 + kStepRows, g.nz));
-}
-
 // The nodes of the CPML's warps: H from `f` into `out`, then E from `f` and
 // the new H of `out` (the interior launch has written its nodes' H by then).
 template <typename T, int ORDER>
 __global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
-                               TmFields<T> out) {
+                               TmFields<T> out, Frame fr) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    if (!cpml_owned<T, ORDER>(g, x, z, ix0, iz)) return;  // the interior launch's node
+    if (!frame_nodes(g, fr, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
     const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
@@ -370,11 +415,10 @@ __global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kBlockX * kBlockY, 4)
     strip_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep) {
+                   Stored* keep, Frame fr) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    if (!cpml_owned<T, ORDER>(g, x, z, ix0, iz)) return;  // the interior launch's node
+    if (!frame_nodes(g, fr, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
     const std::size_t o = c + blockIdx.z * g.shot_stride;
@@ -725,8 +769,26 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const int bands = (g.nx + S::U * S::N - 1) / (S::U * S::N);
     const dim3 interior((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
     step_kernel<T, ORDER, Stored, false><<<interior, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
-    strip_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, in, out);
-    strip_e_kernel<T, ORDER, Stored><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, in, out, keep);
+    // the CPML frame: its rows, then its sides
+    Frame fr = cpml_frame<T, ORDER>(g, x, z);
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N, frame_rows = fr.top + (g.nz - fr.bottom);
+    const int side_packs = (fr.left + N - 1) / N + (g.nx - fr.right + N - 1) / N, side_rows = fr.bottom - fr.top;
+    const dim3 block(kBlockX, kBlockY);
+    for (const bool rows : {true, false}) {
+        fr.rows = rows;
+        const int px = rows ? row_packs : side_packs, py = rows ? frame_rows : side_rows;
+        if (px == 0 || py == 0) continue;
+        const dim3 grid((px + kBlockX - 1) / kBlockX, (py + kBlockY - 1) / kBlockY, g.n_shots);
+        strip_h_kernel<T, ORDER><<<grid, block, 0, stream>>>(g, m, x, z, in, out, fr);
+    }
+    for (const bool rows : {true, false}) {
+        fr.rows = rows;
+        const int px = rows ? row_packs : side_packs, py = rows ? frame_rows : side_rows;
+        if (px == 0 || py == 0) continue;
+        const dim3 grid((px + kBlockX - 1) / kBlockX, (py + kBlockY - 1) / kBlockY, g.n_shots);
+        strip_e_kernel<T, ORDER, Stored><<<grid, block, 0, stream>>>(g, m, x, z, in, out, keep, fr);
+    }
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
