@@ -145,10 +145,10 @@ TraceData prepare_traces(const TraceData& data, const ObservedSpec& spec, double
         for (int r = 0; r < n_rec; ++r) {
             std::copy_n(data.traces.at(s).receiver(r), data.survey.nt, work.begin());
             if (spec.line_source != LineSource::none) {
-                if (shot.sources.empty()) throw Error(fmt::format("{}: shot {} has no source position", spec.file, s));
+                if (shot.sources.empty()) throw InputFileError(fmt::format("{}: shot {} has no source position", spec.file, s));
                 const double d = distance(shot.sources.front().position, shot.receivers[static_cast<std::size_t>(r)]);
                 if (d < kPositionTolerance)
-                    throw Error(fmt::format("{}: shot {} receiver {} is at its source; the line-source correction needs "
+                    throw InputFileError(fmt::format("{}: shot {} receiver {} is at its source; the line-source correction needs "
                                             "a source-receiver distance", spec.file, s, r));
                 line_source_correction(work.data(), data.survey.nt, data.survey.dt, d, spec.line_source_velocity,
                                        spec.line_source);
