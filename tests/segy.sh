@@ -11,6 +11,7 @@
 #     survey coordinates; scripts/make-field-data.sh's recipe) are prepared
 #     back by the run file (survey.from_data, origin, time_zero, line_source):
 #     `gprfwi gradient` on the true model then finds almost no misfit.
+#  4. damaged data files are bad input: exit code 2, the file named.
 # Usage: segy.sh GPRFWI PYTHON DATA_DIR WORK_DIR
 set -eu
 gprfwi=$1 python=$2 data=$3 work=$4
@@ -91,4 +92,15 @@ print(f"misfit of the prepared field-like data: {ratio:.3g} of the data energy")
 # the origin costs O(1).
 assert ratio < 1e-8, ratio
 PY
+# 4. damaged files: bad input (exit code 2) that names the file
+head -c 5000 /dev/zero | tr '\0' x > junk.sgy
+head -c 3000 run/synthetic.sgy > short.sgy
+printf 'not HDF5 at all\n' > junk.h5
+for f in junk.sgy short.sgy junk.h5; do
+  code=0
+  case $f in *.sgy) out=out.h5 ;; *) out=out.sgy ;; esac
+  "$gprfwi" convert "$f" $out > log.txt 2>&1 || code=$?
+  [ $code -eq 2 ] && grep -q "$f" log.txt || { cat log.txt; echo "FAILED: $f gave exit code $code"; exit 1; }
+done
+echo "damaged data files are reported by name with exit code 2"
 echo "segy: all checks passed"

@@ -19,6 +19,13 @@ public:
     using Error::Error;
 };
 
+/// A file the run reads is missing, not in its format, or holds values
+/// gprfwi cannot use (bad input, like a bad run file: exit code 2).
+class InputFileError : public InvalidArgument {
+public:
+    using InvalidArgument::InvalidArgument;
+};
+
 /// Arrays whose sizes do not match what the grid or survey implies.
 class SizeMismatch : public Error {
 public:

@@ -1,7 +1,5 @@
 #include "gprfwi/field_data.hpp"
 
-#include <fftw3.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -12,6 +10,7 @@
 
 #include "gprfwi/constants.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/fft.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/point_weights.hpp"
 
@@ -22,12 +21,6 @@ namespace {
 constexpr int kRadius = 8;           // resampling filter half-width, in samples of the coarser axis
 constexpr double kBeta = 8.0;        // its Kaiser window
 constexpr double kPositionTolerance = 1e-3;  // m: SEG-Y stores millimetres
-
-int fft_size(int n) {
-    int p = 1;
-    while (p < 2 * n) p *= 2;
-    return p;
-}
 
 double distance(const Position& a, const Position& b) { return std::hypot(a.x - b.x, a.z - b.z); }
 
@@ -67,13 +60,8 @@ void line_source_correction(double* trace, int n, double dt, double r, double ve
     if (!(r > 0) || !(velocity > 0) || !(dt > 0))
         throw InvalidArgument(fmt::format("line-source correction: distance {} m, velocity {} m/s and dt {} s must be > 0",
                                           r, velocity, dt));
-    const int nfft = fft_size(n);
-    std::vector<double> x(static_cast<std::size_t>(nfft), 0.0);
-    std::copy_n(trace, n, x.begin());
-    std::vector<std::complex<double>> X(static_cast<std::size_t>(nfft / 2 + 1));
-    fftw_plan forward = fftw_plan_dft_r2c_1d(nfft, x.data(), reinterpret_cast<fftw_complex*>(X.data()), FFTW_ESTIMATE);
-    fftw_execute(forward);
-    fftw_destroy_plan(forward);
+    const int nfft = fft_length(2 * n);
+    std::vector<std::complex<double>> X = real_spectrum(trace, n, nfft);
     // FFTW's forward transform has e^{-i w t}: fields go as e^{+i w t}, outgoing
     // waves as e^{-i k r}; then G2D / G3D = sqrt(2 pi r v / w) e^{-i pi / 4}.
     const std::complex<double> phase = std::polar(1.0, direction == LineSource::to_2d ? -kPi / 4 : kPi / 4);
@@ -84,9 +72,7 @@ void line_source_correction(double* trace, int n, double dt, double r, double ve
         const double gain = std::sqrt(2.0 * kPi * r * velocity / w);
         X[k] *= (direction == LineSource::to_2d ? gain : 1.0 / gain) * phase;
     }
-    fftw_plan inverse = fftw_plan_dft_c2r_1d(nfft, reinterpret_cast<fftw_complex*>(X.data()), x.data(), FFTW_ESTIMATE);
-    fftw_execute(inverse);
-    fftw_destroy_plan(inverse);
+    const std::vector<double> x = real_signal(std::move(X), nfft);
     for (int i = 0; i < n; ++i) trace[i] = x[static_cast<std::size_t>(i)] / nfft;
 }
 
@@ -145,10 +131,10 @@ TraceData prepare_traces(const TraceData& data, const ObservedSpec& spec, double
         for (int r = 0; r < n_rec; ++r) {
             std::copy_n(data.traces.at(s).receiver(r), data.survey.nt, work.begin());
             if (spec.line_source != LineSource::none) {
-                if (shot.sources.empty()) throw Error(fmt::format("{}: shot {} has no source position", spec.file, s));
+                if (shot.sources.empty()) throw InputFileError(fmt::format("{}: shot {} has no source position", spec.file, s));
                 const double d = distance(shot.sources.front().position, shot.receivers[static_cast<std::size_t>(r)]);
                 if (d < kPositionTolerance)
-                    throw Error(fmt::format("{}: shot {} receiver {} is at its source; the line-source correction needs "
+                    throw InputFileError(fmt::format("{}: shot {} receiver {} is at its source; the line-source correction needs "
                                             "a source-receiver distance", spec.file, s, r));
                 line_source_correction(work.data(), data.survey.nt, data.survey.dt, d, spec.line_source_velocity,
                                        spec.line_source);

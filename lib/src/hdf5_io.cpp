@@ -174,7 +174,9 @@ namespace {
 
 H5 open_read_only(const std::string& path) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path));
+    if (!std::filesystem::exists(path)) throw InputFileError(fmt::format("{}: no such file", path));
+    if (H5Fis_hdf5(path.c_str()) <= 0)
+        throw InputFileError(fmt::format("{}: not an HDF5 file (or not readable)", path));
     return H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, fmt::format("{}: cannot open as HDF5", path));
 }
 
@@ -242,7 +244,7 @@ Traces read_traces_h5(const std::string& path, const Survey& survey, const std::
         std::copy(data.begin(), data.end(), out.back().samples().begin());
         for (std::size_t i = 0; i < data.size(); ++i)
             if (!std::isfinite(data[i]))
-                throw Error(fmt::format("{}: /traces[{}][{}][{}] is {}; observed data must be finite", path, s,
+                throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; observed data must be finite", path, s,
                                         i / dims[2], i % dims[2], data[i]));
         if (!positions) continue;
         const auto pos = read_block(*positions, {s, 0, 0}, {1, n_rec, 2}, path + ": /receiver_positions");
@@ -264,7 +266,7 @@ TraceData read_trace_data_h5(const std::string& path) {
         throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
     for (const char* name : {"/receiver_positions", "/source_positions", "/receiver_count", "/source_count"})
         if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
-            throw Error(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
+            throw InputFileError(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
     TraceData out;
     out.survey.dt = read_double_attribute(file, "dt", path);
     out.survey.nt = static_cast<int>(dims[2]);
@@ -295,7 +297,7 @@ TraceData read_trace_data_h5(const std::string& path) {
             for (hsize_t n = 0; n < dims[2]; ++n) {
                 const double v = data[(s * dims[1] + r) * dims[2] + n];
                 if (!std::isfinite(v))
-                    throw Error(fmt::format("{}: /traces[{}][{}][{}] is {}; data must be finite", path, s, r, n, v));
+                    throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; data must be finite", path, s, r, n, v));
                 t(static_cast<int>(r), static_cast<int>(n)) = v;
             }
     }
@@ -329,12 +331,12 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
 Array2D read_model_array_h5(const std::string& path, const std::string& dataset, const Grid& grid) {
     H5 file = open_read_only(path);
     const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw Error(fmt::format("{}: no dataset {}", path, name));
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
     H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
     {
         H5 type(H5Dget_type(set), H5Tclose, path + ": no type");
         if (H5Tget_class(type) != H5T_FLOAT && H5Tget_class(type) != H5T_INTEGER)
-            throw Error(fmt::format("{}: dataset {} is not numeric (float32 or float64 expected)", path, name));
+            throw InputFileError(fmt::format("{}: dataset {} is not numeric (float32 or float64 expected)", path, name));
     }
     const auto dims = dataset_dims(set);
     if (dims.size() != 2 || dims[0] != static_cast<hsize_t>(grid.nz) || dims[1] != static_cast<hsize_t>(grid.nx))
@@ -351,7 +353,7 @@ Array2D read_model_array_h5(const std::string& path, const std::string& dataset,
     std::copy(data.begin(), data.end(), out.data());
     for (std::size_t i = 0; i < data.size(); ++i)
         if (!std::isfinite(data[i]))
-            throw Error(fmt::format("{}: {}[{}][{}] is {}", path, name, i / dims[1], i % dims[1], data[i]));
+            throw InputFileError(fmt::format("{}: {}[{}][{}] is {}", path, name, i / dims[1], i % dims[1], data[i]));
     return out;
 }
 
@@ -364,7 +366,7 @@ bool h5_has_dataset(const std::string& path, const std::string& dataset) {
 std::vector<double> read_vector_h5(const std::string& path, const std::string& dataset, double dt) {
     H5 file = open_read_only(path);
     const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw Error(fmt::format("{}: no dataset {}", path, name));
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
     H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
     const auto dims = dataset_dims(set);
     if (dims.size() != 1) throw SizeMismatch(fmt::format("{}: dataset {} must be 1D, it has {} dimensions", path, name, dims.size()));
@@ -375,7 +377,7 @@ std::vector<double> read_vector_h5(const std::string& path, const std::string& d
     }
     auto v = read_block(set, {0}, dims, fmt::format("{}: {}", path, name));
     for (std::size_t i = 0; i < v.size(); ++i)
-        if (!std::isfinite(v[i])) throw Error(fmt::format("{}: {}[{}] is {}", path, name, i, v[i]));
+        if (!std::isfinite(v[i])) throw InputFileError(fmt::format("{}: {}[{}] is {}", path, name, i, v[i]));
     return v;
 }
 
@@ -400,15 +402,15 @@ Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* att
     if (!attributes) return m;
     H5 file = open_read_only(path);
     for (auto& [name, value] : attributes->numbers) {
-        if (H5Aexists(file, name.c_str()) <= 0) throw Error(fmt::format("{}: no attribute {}", path, name));
+        if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
         value = read_double_attribute(file, name.c_str(), path);
     }
     for (auto& [name, value] : attributes->texts) {
-        if (H5Aexists(file, name.c_str()) <= 0) throw Error(fmt::format("{}: no attribute {}", path, name));
+        if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
         H5 attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, fmt::format("{}: attribute {}", path, name));
         H5 type(H5Aget_type(attr), H5Tclose, path + ": attribute type");
         if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) > 0)
-            throw Error(fmt::format("{}: attribute {} is not a fixed-length string", path, name));
+            throw InputFileError(fmt::format("{}: attribute {} is not a fixed-length string", path, name));
         std::string text(H5Tget_size(type), '\0');
         check(H5Aread(attr, type, text.data()), fmt::format("{}: cannot read attribute {}", path, name));
         if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);

@@ -53,8 +53,10 @@ private:
     segy_file* file_;
 };
 
+/// Throws E naming `what` when a segyio call failed.
+template <typename E = Error>
 void check(int err, const std::string& what) {
-    if (err != SEGY_OK) throw Error(fmt::format("{} (segyio error {})", what, err));
+    if (err != SEGY_OK) throw E(fmt::format("{} (segyio error {})", what, err));
 }
 
 void put_big_endian(char* at, const void* value, std::size_t bytes) {
@@ -205,10 +207,10 @@ void write_segy(const std::string& path, const Survey& survey, const Traces& tra
 }
 
 TraceData read_segy(const std::string& path, const SegyReadOptions& options, bool samples) {
-    if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path));
+    if (!std::filesystem::exists(path)) throw InputFileError(fmt::format("{}: no such file", path));
     const auto file_bytes = std::filesystem::file_size(path);
     if (file_bytes < static_cast<std::uintmax_t>(kTextSize + kBinarySize))
-        throw Error(fmt::format("{}: {} bytes, shorter than the SEG-Y file headers (3600 bytes)", path, file_bytes));
+        throw InputFileError(fmt::format("{}: {} bytes, shorter than the SEG-Y file headers (3600 bytes)", path, file_bytes));
 
     // The binary header as stored: byte order, revision and extended interval.
     std::array<unsigned char, kBinarySize> raw{};
@@ -216,7 +218,7 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         std::ifstream in(path, std::ios::binary);
         in.seekg(kTextSize);
         in.read(reinterpret_cast<char*>(raw.data()), kBinarySize);
-        if (!in) throw Error(fmt::format("{}: cannot read the binary header", path));
+        if (!in) throw InputFileError(fmt::format("{}: cannot read the binary header", path));
     }
     const int format_be = get_raw<std::uint16_t>(raw.data() + 24, false);
     const int format_le = get_raw<std::uint16_t>(raw.data() + 24, true);
@@ -227,13 +229,13 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         format = format_le;
     }
     if (!supported_format(format))
-        throw Error(fmt::format("{}: sample format code {} (binary header bytes 3225-3226) is not one gprfwi reads "
+        throw InputFileError(fmt::format("{}: sample format code {} (binary header bytes 3225-3226) is not one gprfwi reads "
                                 "(1 IBM float, 2 int32, 3 int16, 5 IEEE float, 8 int8)", path, format_be));
 
     SegyFile file(path, "rb");
-    check(segy_set_format(file, format | (little ? SEGY_LSB : SEGY_MSB)), path + ": sample format");
+    check<InputFileError>(segy_set_format(file, format | (little ? SEGY_LSB : SEGY_MSB)), path + ": sample format");
     std::array<char, kBinarySize> bin{};
-    check(segy_binheader(file, bin.data()), path + ": cannot read the binary header");
+    check<InputFileError>(segy_binheader(file, bin.data()), path + ": cannot read the binary header");
     const long trace0 = segy_trace0(bin.data());
     std::array<char, kTraceHeaderSize> h{};
     int ns = segy_samples(bin.data());
@@ -244,23 +246,23 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         in.read(reinterpret_cast<char*>(b), 2);
         ns = in ? get_raw<std::uint16_t>(b, little) : 0;
     }
-    if (ns <= 0) throw Error(fmt::format("{}: no sample count (binary header 3221-3222, trace header 115-116)", path));
+    if (ns <= 0) throw InputFileError(fmt::format("{}: no sample count (binary header 3221-3222, trace header 115-116)", path));
     const int bsize = segy_trsize(format, ns);
     int n_traces = 0;
     const int err = segy_traces(file, &n_traces, trace0, bsize);
     if (err == SEGY_TRACE_SIZE_MISMATCH)
-        throw Error(fmt::format("{}: {} bytes after the headers are not a whole number of traces of {} samples "
+        throw InputFileError(fmt::format("{}: {} bytes after the headers are not a whole number of traces of {} samples "
                                 "(format {}); traces of different lengths are not supported", path,
                                 file_bytes - static_cast<std::uintmax_t>(trace0), ns, format));
-    check(err, path + ": cannot count the traces");
-    if (n_traces <= 0) throw Error(fmt::format("{}: no traces", path));
+    check<InputFileError>(err, path + ": cannot count the traces");
+    if (n_traces <= 0) throw InputFileError(fmt::format("{}: no traces", path));
 
     // Sample interval: override, rev 2 extended (us), 16-bit fields.
     const int revision = raw[kBinRevisionMajor];
     const double extended_us = get_raw<double>(raw.data() + kBinExtendedInterval, little);
     std::int32_t interval = 0;
     segy_get_bfield(bin.data(), SEGY_BIN_INTERVAL, &interval);
-    check(segy_traceheader(file, 0, h.data(), trace0, bsize), path + ": cannot read trace header 0");
+    check<InputFileError>(segy_traceheader(file, 0, h.data(), trace0, bsize), path + ": cannot read trace header 0");
     const std::int32_t trace_interval = static_cast<std::uint16_t>(field(h.data(), SEGY_TR_SAMPLE_INTER));
     std::string interval_source;
     double dt = 0;
@@ -275,7 +277,7 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         interval_source = fmt::format("{} x {:g} s", interval > 0 ? "bytes 3217-3218" : "trace bytes 117-118",
                                       options.interval_unit_s);
     } else {
-        throw Error(fmt::format("{}: no sample interval (binary header 3217-3218 and trace header 117-118 are 0); "
+        throw InputFileError(fmt::format("{}: no sample interval (binary header 3217-3218 and trace header 117-118 are 0); "
                                 "give data.observed.sample_interval", path));
     }
     std::int32_t measurement = 0;
@@ -290,14 +292,14 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
     std::int32_t last_record = 0;
     bool records = false;
     for (int i = 0; i < n_traces; ++i) {
-        check(segy_traceheader(file, i, h.data(), trace0, bsize), fmt::format("{}: cannot read trace header {}", path, i));
+        check<InputFileError>(segy_traceheader(file, i, h.data(), trace0, bsize), fmt::format("{}: cannot read trace header {}", path, i));
         const int count = static_cast<std::uint16_t>(field(h.data(), SEGY_TR_SAMPLE_COUNT));
         if (count != 0 && count != ns)
-            throw Error(fmt::format("{}: trace {} has {} samples (bytes 115-116), the file {}; traces of different "
+            throw InputFileError(fmt::format("{}: trace {} has {} samples (bytes 115-116), the file {}; traces of different "
                                     "lengths are not supported", path, i, count, ns));
         const std::int32_t units = field(h.data(), SEGY_TR_COORD_UNITS);
         if (units == 2 || units == 3)
-            throw Error(fmt::format("{}: trace {}: coordinates in {} (bytes 89-90); gprfwi needs lengths: project them first",
+            throw InputFileError(fmt::format("{}: trace {}: coordinates in {} (bytes 89-90); gprfwi needs lengths: project them first",
                                     path, i, units == 2 ? "seconds of arc" : "degrees"));
         const std::int32_t cs = field(h.data(), SEGY_TR_SOURCE_GROUP_SCALAR), es = field(h.data(), SEGY_TR_ELEV_SCALAR);
         const Position source{to_metres * scaled(field(h.data(), SEGY_TR_SOURCE_X), cs),
@@ -312,7 +314,7 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
             const Position& prev = out.survey.shots.back().sources.front().position;
             new_shot = records ? record != last_record : (source.x != prev.x || source.z != prev.z);
             if (!new_shot && (source.x != prev.x || source.z != prev.z))
-                throw Error(fmt::format("{}: trace {} is in field record {} but its source ({}, {}) m differs from the "
+                throw InputFileError(fmt::format("{}: trace {} is in field record {} but its source ({}, {}) m differs from the "
                                         "record's ({}, {}) m", path, i, record, source.x, source.z, prev.x, prev.z));
         }
         last_record = record;
@@ -333,8 +335,8 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         const int n_rec = static_cast<int>(out.survey.shots[s].receivers.size());
         ShotTraces& t = out.traces.emplace_back(n_rec, ns);
         for (int r = 0; r < n_rec; ++r, ++index) {
-            check(segy_readtrace(file, index, buffer.data(), trace0, bsize), fmt::format("{}: cannot read trace {}", path, index));
-            check(segy_to_native(format, ns, buffer.data()), fmt::format("{}: trace {}: sample conversion", path, index));
+            check<InputFileError>(segy_readtrace(file, index, buffer.data(), trace0, bsize), fmt::format("{}: cannot read trace {}", path, index));
+            check<InputFileError>(segy_to_native(format, ns, buffer.data()), fmt::format("{}: trace {}: sample conversion", path, index));
             double* x = t.receiver(r);
             for (int k = 0; k < ns; ++k) {
                 const char* at = buffer.data() + static_cast<std::size_t>(k) * static_cast<std::size_t>(bsize / ns);
@@ -361,7 +363,7 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
                 default: x[k] = static_cast<std::int8_t>(*at);
                 }
                 if (!std::isfinite(x[k]))
-                    throw Error(fmt::format("{}: trace {} sample {} is {}; data must be finite", path, index, k, x[k]));
+                    throw InputFileError(fmt::format("{}: trace {} sample {} is {}; data must be finite", path, index, k, x[k]));
             }
         }
     }

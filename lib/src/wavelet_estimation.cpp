@@ -1,37 +1,20 @@
 #include "gprfwi/wavelet_estimation.hpp"
 
-#include <fftw3.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/fft.hpp"
 
 namespace gprfwi {
 
-namespace {
-
-int next_power_of_two(int n) {
-    int p = 1;
-    while (p < n) p *= 2;
-    return p;
-}
-
-}  // namespace
-
-WaveletEstimator::WaveletEstimator(int nt) : nt_(nt), nfft_(next_power_of_two(2 * nt)) {
+WaveletEstimator::WaveletEstimator(int nt) : nt_(nt), nfft_(fft_length(2 * nt)) {
     if (nt < 1) throw InvalidArgument("WaveletEstimator: nt must be >= 1");
     sums_.assign(static_cast<std::size_t>(3 * (nfft_ / 2 + 1)), 0.0);
 }
 
 std::vector<std::complex<double>> WaveletEstimator::spectrum(const double* x) const {
-    std::vector<double> in(static_cast<std::size_t>(nfft_), 0.0);
-    std::copy_n(x, nt_, in.begin());
-    std::vector<std::complex<double>> out(static_cast<std::size_t>(nfft_ / 2 + 1));
-    fftw_plan p = fftw_plan_dft_r2c_1d(nfft_, in.data(), reinterpret_cast<fftw_complex*>(out.data()), FFTW_ESTIMATE);
-    fftw_execute(p);
-    fftw_destroy_plan(p);
-    return out;
+    return real_spectrum(x, nt_, nfft_);
 }
 
 void WaveletEstimator::add(const double* synthetic, const double* observed) {
@@ -56,10 +39,7 @@ std::vector<double> WaveletEstimator::estimate(const std::vector<double>& curren
         const std::complex<double> num(sums_[2 * f], sums_[2 * f + 1]);
         w[f] *= num / (sums_[2 * nf + f] + water_level * peak);
     }
-    std::vector<double> out(static_cast<std::size_t>(nfft_));
-    fftw_plan p = fftw_plan_dft_c2r_1d(nfft_, reinterpret_cast<fftw_complex*>(w.data()), out.data(), FFTW_ESTIMATE);
-    fftw_execute(p);
-    fftw_destroy_plan(p);
+    std::vector<double> out = real_signal(std::move(w), nfft_);
     out.resize(static_cast<std::size_t>(nt_));
     for (double& v : out) v /= nfft_;  // FFTW's transforms are unnormalised
     // The estimate is reliable where the data have energy; at the lowest

@@ -1,0 +1,34 @@
+#include "gprfwi/fft.hpp"
+
+#include <fftw3.h>
+
+#include <algorithm>
+
+namespace gprfwi {
+
+int fft_length(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
+
+std::vector<std::complex<double>> real_spectrum(const double* x, int n, int nfft) {
+    std::vector<double> in(static_cast<std::size_t>(nfft), 0.0);
+    std::copy_n(x, std::min(n, nfft), in.begin());
+    std::vector<std::complex<double>> out(static_cast<std::size_t>(nfft / 2 + 1));
+    fftw_plan p = fftw_plan_dft_r2c_1d(nfft, in.data(), reinterpret_cast<fftw_complex*>(out.data()), FFTW_ESTIMATE);
+    fftw_execute(p);
+    fftw_destroy_plan(p);
+    return out;
+}
+
+std::vector<double> real_signal(std::vector<std::complex<double>> X, int nfft) {
+    std::vector<double> out(static_cast<std::size_t>(nfft));
+    // (the complex-to-real transform overwrites its input: X is a copy)
+    fftw_plan p = fftw_plan_dft_c2r_1d(nfft, reinterpret_cast<fftw_complex*>(X.data()), out.data(), FFTW_ESTIMATE);
+    fftw_execute(p);
+    fftw_destroy_plan(p);
+    return out;
+}
+
+}  // namespace gprfwi
