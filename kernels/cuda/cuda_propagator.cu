@@ -79,14 +79,24 @@ std::vector<T> convert(const std::vector<double>& v) {
     return std::vector<T>(v.begin(), v.end());
 }
 
+/// As convert, padded with zeros to a multiple of 4 values, so that the
+/// kernels may read a CPML profile in whole 16-byte packs.
+template <typename T>
+std::vector<T> convert_padded(const std::vector<double>& v) {
+    std::vector<T> out((v.size() + 3) / 4 * 4, T(0));
+    std::copy(v.begin(), v.end(), out.begin());
+    return out;
+}
+
 template <typename T>
 struct DeviceAxis {
     DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
     int low_end = 0, high_begin = 0;
     DeviceAxis(const CpmlAxisProfile& p, std::size_t& bytes)
-        : ik_int(convert<T>(p.inv_kappa_int), bytes), a_int(convert<T>(p.a_int), bytes),
-          b_int(convert<T>(p.b_int), bytes), ik_half(convert<T>(p.inv_kappa_half), bytes),
-          a_half(convert<T>(p.a_half), bytes), b_half(convert<T>(p.b_half), bytes), low_end(p.strip_low_end),
+        : ik_int(convert_padded<T>(p.inv_kappa_int), bytes), a_int(convert_padded<T>(p.a_int), bytes),
+          b_int(convert_padded<T>(p.b_int), bytes), ik_half(convert_padded<T>(p.inv_kappa_half), bytes),
+          a_half(convert_padded<T>(p.a_half), bytes), b_half(convert_padded<T>(p.b_half), bytes),
+          low_end(p.strip_low_end),
           high_begin(p.strip_high_begin) {}
     k::CpmlAxis<T> view() const {
         return {ik_int.get(), a_int.get(), b_int.get(), ik_half.get(), a_half.get(), b_half.get(), low_end,
@@ -97,11 +107,11 @@ struct DeviceAxis {
 template <typename T>
 struct DeviceFields {
     DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    /// Without `e_memories`, psi_hz_x and psi_hx_z are left empty (the second
-    /// buffer of the forward fields, which shares them with the first).
-    DeviceFields(std::size_t n, std::size_t& bytes, bool e_memories = true)
-        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(n, bytes), psi_ey_z(n, bytes),
-          psi_hz_x(e_memories ? n : 0, bytes), psi_hx_z(e_memories ? n : 0, bytes) {}
+    /// Without `memories`, the psi arrays are left empty (the second buffer
+    /// of the forward fields, which shares them with the first).
+    DeviceFields(std::size_t n, std::size_t& bytes, bool memories = true)
+        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories ? n : 0, bytes),
+          psi_ey_z(memories ? n : 0, bytes), psi_hz_x(memories ? n : 0, bytes), psi_hx_z(memories ? n : 0, bytes) {}
     void zero(cudaStream_t s) const {
         for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
     }
@@ -362,9 +372,10 @@ public:
 private:
     /// The forward fields at the current step, and the buffer the next step writes.
     k::TmFields<T> buffer(int b) const {
-        k::TmFields<T> f = fields_[b]->view();
-        f.psi_hz_x = fields_[0]->psi_hz_x.get();  // updated in place: one copy
-        f.psi_hx_z = fields_[0]->psi_hx_z.get();
+        k::TmFields<T> f = fields_[0]->view();  // the CPML memories, updated in place: one copy
+        f.ey = fields_[b]->ey.get();
+        f.hx = fields_[b]->hx.get();
+        f.hz = fields_[b]->hz.get();
         return f;
     }
     k::TmFields<T> fields() const { return buffer(current_); }
@@ -374,7 +385,7 @@ private:
         current_ = 0;
     }
 
-    /// Forward step m: H and E in one kernel from one buffer into the other,
+    /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
     /// the source term; Ey^{m+1} kept as level j in `keep` when non-null; the
     /// receivers sampled when `sample`.
     void step(int m, Stored* keep, int j, bool sample) {
@@ -521,7 +532,7 @@ private:
             for (const auto& r : op.receivers) points += r.size();
             points += op.source.size();
         }
-        std::size_t b = 3 * cells * sizeof(T) + 12 * n * sizeof(T) +
+        std::size_t b = 3 * cells * sizeof(T) + 10 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
         b += 11 * n * sizeof(T) + 3 * cells * sizeof(double);

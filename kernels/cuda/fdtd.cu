@@ -96,24 +96,22 @@ __device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, i
     return ix0 < g.nx && iz < g.nz;
 }
 
-// The forward step is one kernel that reads each field once and writes it
-// once. A warp owns a band of columns, each lane kLanes<T> of them, and
-// marches down a segment of kStepRows rows: at row r it computes Hx one row
-// ahead (r + R - 1, from the Ey rows r .. r + 2R - 1 it holds in registers),
-// Hz at r (x neighbours by warp shuffles) and then Ey at r, from the Hx rows
-// r - R .. r + R - 1 it holds. The HL lanes at each edge of the warp only
-// supply neighbours, and a segment recomputes the 2R - 1 Hx rows above it, so
-// warps never wait for each other; but since neighbours read fields that their
-// owner is replacing, the step reads Ey, Hx, Hz, psi_ey_x, psi_ey_z from one
-// buffer and writes them to another (psi_hz_x, psi_hx_z, read and written only
-// at their own nodes, are updated in place). Nodes outside the grid keep the
-// halo's zeros, as the CPU's loops leave them. Each node's arithmetic is the
-// CPU's (update_h then update_e), in the same order.
-// Interior warps: blocks of 4, segments of 32 rows. The CPML's warps (the
-// first and last bands and segments) are few, so they take 8-row pieces of
-// their segments in blocks of one warp, to keep enough of them in flight.
-constexpr int kStepWarps = 4, kStepRows = 32, kStepBlocksPerSmInterior = 5;
-constexpr int kStepRowsCpml = 8, kStepBlocksPerSmCpml = 16;
+// The forward step reads each field once and writes it once over most of the
+// grid. Its interior (Interior: the nodes whose H and E stencils reach no CPML
+// node) is one kernel: a warp owns a band of columns, each lane kLanes<T> of
+// them, and marches down a segment of kStepRows rows: at row r it computes Hx
+// one row ahead (r + R - 1, from the Ey rows r .. r + 2R - 1 it holds in
+// registers), Hz at r (x neighbours by warp shuffles) and then Ey at r, from
+// the Hx rows r - R .. r + R - 1 it holds. The HL lanes at each edge of the
+// warp only supply neighbours, and a segment recomputes the 2R - 1 Hx rows
+// above it, so warps never wait for each other; but since neighbours read
+// fields that their owner is replacing, the step reads Ey, Hx, Hz from one
+// buffer and writes them to another. The rest of the grid, the CPML frame, is
+// updated by the node kernels below (H, then E once the interior's H is
+// written); the frame's H runs on a second stream, beside the interior. The
+// CPML memories are read and written only at their own nodes, in place. Each
+// node's arithmetic is the CPU's (update_h then update_e), in the same order.
+constexpr int kStepWarps = 4, kStepRows = 32, kStepBlocksPerSm = 5;
 
 template <typename T, int ORDER>
 struct StepShape {
@@ -138,133 +136,65 @@ __device__ __forceinline__ void lane_window(const Pack<T, N>& v, T (&w)[(2 * HL 
         }
 }
 
-/// Whether a warp's band and segment compute any node of a CPML strip
-/// (their own nodes, and the columns and Hx rows they recompute for others).
-template <typename T, int ORDER>
-__host__ __device__ __forceinline__ bool band_touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, int band) {
-    using S = StepShape<T, ORDER>;
-    const int c_first = (band * S::U - S::HL) * S::N, c_last = (band * S::U + 32 - S::HL) * S::N - 1;
-    return in_strip(x, c_first, g.nx) || in_strip(x, c_last, g.nx) || c_last >= g.nx;
-}
-/// ... of the 32-row segment starting at row p0
-template <typename T, int ORDER>
-__host__ __device__ __forceinline__ bool segment_touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& z, int p0) {
-    const int p1 = p0 + kStepRows < g.nz ? p0 + kStepRows : g.nz;
-    const int r_first = p0 - StepShape<T, ORDER>::R, r_last = p1 + StepShape<T, ORDER>::R - 2;
-    return in_strip(z, r_first, g.nz) || in_strip(z, r_last, g.nz) || r_last >= g.nz;
-}
-template <typename T, int ORDER>
-__device__ __forceinline__ bool touches_cpml(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                                             int band, int z0, int /*z1*/) {
-    return band_touches_cpml<T, ORDER>(g, x, band) || segment_touches_cpml<T, ORDER>(g, z, z0);
-}
-
-/// The CPML frame: the rows of the segments that touch a strip at the top
-/// ([0, top)) and bottom ([bottom, nz)), and, between them, the columns of
-/// the bands that touch one at the left ([0, left)) and right ([right, nx)).
-/// The strip kernels run over the rows (rows = true: every column) or the
-/// sides (rows = false), mapping their blocks onto those nodes only.
-struct Frame {
-    int top, bottom, left, right;
-    bool rows;
+/// The step's interior, columns [xa, xb) and rows [za, zb): the nodes whose
+/// E update reads only H values computed without CPML memories (Hz within R
+/// columns, Hx within R rows). xa and xb are multiples of kLanes<T> (whole,
+/// aligned packs); an empty interior is all zeros (the frame is everything).
+struct Interior {
+    int xa, xb, za, zb;
 };
 
 template <typename T, int ORDER>
-Frame cpml_frame(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
-    using S = StepShape<T, ORDER>;
-    const int band_cols = S::U * S::N, bands = (g.nx + band_cols - 1) / band_cols;
-    const int segments = (g.nz + kStepRows - 1) / kStepRows;
-    Frame f{0, g.nz, 0, g.nx, true};
-    int s = 0;
-    while (s < segments && segment_touches_cpml<T, ORDER>(g, z, s * kStepRows)) ++s;
-    f.top = std::min(s * kStepRows, g.nz);
-    s = segments - 1;
-    while (s >= 0 && s * kStepRows >= f.top && segment_touches_cpml<T, ORDER>(g, z, s * kStepRows)) --s;
-    f.bottom = std::max(std::min((s + 1) * kStepRows, g.nz), f.top);
-    int b = 0;
-    while (b < bands && band_touches_cpml<T, ORDER>(g, x, b)) ++b;
-    f.left = std::min(b * band_cols, g.nx);
-    b = bands - 1;
-    while (b >= 0 && b * band_cols >= f.left && band_touches_cpml<T, ORDER>(g, x, b)) --b;
-    f.right = std::max(std::min((b + 1) * band_cols, g.nx), f.left);
-    return f;
+Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    constexpr int N = kLanes<T>, R = ORDER / 2;
+    auto low = [](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_low_end, 0, n); };
+    auto high = [&](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_high_begin, low(a, n), n); };
+    Interior b;
+    b.xa = (low(x, g.nx) + R + N - 1) / N * N;
+    b.xb = (high(x, g.nx) - R + 1) / N * N;
+    b.za = low(z, g.nz) + R;
+    b.zb = high(z, g.nz) - R + 1;
+    if (b.xa >= b.xb || b.za >= b.zb) b = Interior{0, 0, 0, 0};
+    return b;
 }
 
-/// The node pack (ix0, iz) of this thread in frame part `fr`; false outside it.
-template <typename T>
-__device__ __forceinline__ bool frame_nodes(const GridParams<T>& g, const Frame& fr, int& ix0, int& iz) {
-    constexpr int N = kLanes<T>;
-    const int px = blockIdx.x * blockDim.x + threadIdx.x, py = blockIdx.y * blockDim.y + threadIdx.y;
-    if (fr.rows) {
-        ix0 = px * N;
-        iz = py < fr.top ? py : fr.bottom + (py - fr.top);
-        return ix0 < g.nx && iz < g.nz;
-    }
-    const int left_packs = (fr.left + N - 1) / N;
-    ix0 = px < left_packs ? px * N : fr.right + (px - left_packs) * N;
-    iz = fr.top + py;
-    return ix0 < g.nx && iz < fr.bottom;
-}
-
-// CPML = false: the warps whose band and segment lie wholly inside the CPML
-// strips' interior; CPML = true: all others (one launch each, so that the
-// interior's kernel keeps the registers of a step without memory variables).
-template <typename T, int ORDER, typename Stored, bool CPML>
-__global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlocksPerSmCpml : kStepBlocksPerSmInterior)
-    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> in, TmFields<T> out,
-                Stored* keep) {
+/// One interior block: kStepWarps bands from band `band0`, the segment from
+/// row box.za + seg * kStepRows, of one shot.
+template <typename T, int ORDER, typename Stored>
+__device__ __forceinline__ void interior_block(const GridParams<T>& g, const MaterialView<T>& m, const Interior& box,
+                                               const TmFields<T>& in, const TmFields<T>& out, Stored* keep, int band0,
+                                               int seg, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    constexpr int kWarps = CPML ? 1 : kStepWarps, kRows = CPML ? kStepRowsCpml : kStepRows;
     const int lane = threadIdx.x & 31;
-    const int band = blockIdx.x * kWarps + threadIdx.x / 32;
-    if (band * S::U * N >= g.nx) return;  // the whole warp
-    const int p0 = blockIdx.y * kRows / kStepRows * kStepRows;  // the 32-row segment that decides the launch
-    if (touches_cpml<T, ORDER>(g, x, z, band, p0, min(p0 + kStepRows, g.nz)) != CPML) return;  // the other's warp
-    const int c0 = (band * S::U + lane - HL) * N;  // this lane's first column
-    // packs are N-aligned and the halo is a multiple of N: a pack lies wholly inside or outside a stored row
-    const bool stored_cols = c0 >= -kMaxHalo && c0 < g.stride - kMaxHalo;
-    const bool owner = lane >= HL && lane < 32 - HL && c0 < g.nx;
-    const int n_own = g.nx - c0;  // values of the pack inside the grid (>= N: all)
-    const int z0 = blockIdx.y * kRows, z1 = min(z0 + kRows, g.nz);
-    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c0;  // (row 0, c0) in a coefficient array
-    const std::size_t shot = blockIdx.z * g.shot_stride;
+    const int band = band0 + threadIdx.x / 32;
+    const int band_c0 = box.xa + band * S::U * N;
+    if (band_c0 >= box.xb) return;  // the whole warp
+    const int c0 = band_c0 + (lane - HL) * N;  // this lane's first column
+    const bool owner = lane >= HL && lane < 32 - HL && c0 < box.xb;
+    // Every load is unconditional. The lanes right of the interior that no
+    // owner needs (a band's last may reach past the row) read the row's last
+    // pack instead; the columns that owners need lie within the stored row.
+    const int c_load = min(c0, g.stride - kMaxHalo - N);
+    const int z0 = box.za + seg * kStepRows, z1 = min(z0 + kStepRows, box.zb);
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c_load;  // (row 0, c) in a coefficient array
+    const std::size_t shot = shot_index * g.shot_stride;
     auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
-    // a row's pack, zero outside the stored rows and columns (which interior
-    // warps, CPML = false, never reach: there every load is unconditional)
-    auto load = [&](const T* a, int r) {
-        if (!CPML) return load_pack<N>(a + at(r));
-        Pack<T, N> v{};
-        if (stored_cols && r >= -kMaxHalo && r < g.nz + kMaxHalo) v = load_pack<N>(a + at(r));
-        return v;
-    };
-    auto inside = [&](int j) { return !CPML || (c0 + j >= 0 && c0 + j < g.nx); };
+    auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
-        Pack<T, N> h{};
-        if (CPML && (q < 0 || q >= g.nz)) return h;
+        Pack<T, N> h;
         const Pack<T, N> old = load(in.hx + shot, q), cq = load(m.cq, q);
-        const bool zp = CPML && in_strip(z, q, g.nz);
-        Pack<T, N> psi{};
-        if (zp) psi = load(in.psi_ey_z + shot, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
 #pragma unroll
             for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
             dz *= g.inv_dz;
-            if (zp) {
-                const T p = z.b_half[q] * psi.v[j] + z.a_half[q] * dz;
-                psi.v[j] = p;
-                dz = dz * z.inv_kappa_half[q] + p;
-            }
-            h.v[j] = inside(j) ? old.v[j] - cq.v[j] * dz : T(0);
+            h.v[j] = old.v[j] - cq.v[j] * dz;
         }
-        if (owner && q >= z0 && q < z1) {
-            store_pack(out.hx + shot + at(q), h, n_own);
-            if (zp) store_pack(out.psi_ey_z + shot + at(q), psi, n_own);
-        }
+        if (owner && q >= z0 && q < z1) store_pack(out.hx + shot + at(q), h, N);
         return h;
     };
 
@@ -285,9 +215,6 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
         ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
         const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load(m.cq, r);
         const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
-        const bool zp = CPML && in_strip(z, r, g.nz);
-        Pack<T, N> mz{};
-        if (zp) mz = load(in.psi_hx_z + shot, r);
         hw[2 * R - 1] = hx_row(r + R - 1, ew);
         // Hz^{n+1/2} at row r: Dx+[Ey]
         T e[S::W];
@@ -299,14 +226,7 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
 #pragma unroll
             for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
             dx *= g.inv_dx;
-            const int ix = c0 + j;
-            if (CPML && inside(j) && in_strip(x, ix, g.nx)) {
-                const std::size_t o = shot + at(r) + j;
-                const T p = x.b_half[ix] * in.psi_ey_x[o] + x.a_half[ix] * dx;
-                if (owner) out.psi_ey_x[o] = p;
-                dx = dx * x.inv_kappa_half[ix] + p;
-            }
-            hz.v[j] = inside(j) ? hz_old.v[j] + cq.v[j] * dx : T(0);
+            hz.v[j] = hz_old.v[j] + cq.v[j] * dx;
         }
         // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
         T h[S::W];
@@ -323,28 +243,15 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
             }
             dx *= g.inv_dx;
             dz *= g.inv_dz;
-            const int ix = c0 + j;
-            if (CPML && owner && inside(j) && in_strip(x, ix, g.nx)) {
-                const std::size_t o = shot + at(r) + j;
-                const T p = x.b_int[ix] * in.psi_hz_x[o] + x.a_int[ix] * dx;
-                in.psi_hz_x[o] = p;
-                dx = dx * x.inv_kappa_int[ix] + p;
-            }
-            if (zp) {
-                const T p = z.b_int[r] * mz.v[j] + z.a_int[r] * dz;
-                mz.v[j] = p;
-                dz = dz * z.inv_kappa_int[r] + p;
-            }
             // Ey^{n+1} = ca*Ey^n + cb*curlH
             ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
             if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
         if (owner) {
             const std::size_t o = shot + at(r);
-            store_pack(out.hz + o, hz, n_own);
-            store_pack(out.ey + o, ey, n_own);
-            if (zp) store_pack(in.psi_hx_z + o, mz, n_own);
-            if (keep) store_pack(keep + o, kept, n_own);
+            store_pack(out.hz + o, hz, N);
+            store_pack(out.ey + o, ey, N);
+            if (keep) store_pack(keep + o, kept, N);
         }
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) {
@@ -354,19 +261,62 @@ __global__ void __launch_bounds__(CPML ? 32 : kStepWarps * 32, CPML ? kStepBlock
     }
 }
 
-// The nodes of the CPML's warps: H from `f` into `out`, then E from `f` and
-// the new H of `out` (the interior launch has written its nodes' H by then).
+/// The node pack (ix0, iz) of frame pack t: the frame's rows above and below
+/// the interior, whole (row by row), then its columns left and right of it
+/// (row by row); false past the frame's last pack.
+template <typename T>
+__device__ __forceinline__ bool frame_nodes(const GridParams<T>& g, const Interior& box, int t, int& ix0, int& iz) {
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N;
+    const int row_part = row_packs * (box.za + g.nz - box.zb);
+    if (t < row_part) {
+        const int r = t / row_packs;
+        ix0 = (t - r * row_packs) * N;
+        iz = r < box.za ? r : box.zb + (r - box.za);
+        return true;
+    }
+    t -= row_part;
+    const int left = box.xa / N, side = left + row_packs - box.xb / N;
+    if (side == 0 || t >= side * (box.zb - box.za)) return false;
+    const int r = t / side, p = t - r * side;
+    iz = box.za + r;
+    ix0 = p < left ? p * N : box.xb + (p - left) * N;
+    return true;
+}
+
+/// The frame's packs (per shot).
+template <typename T>
+int frame_packs(const GridParams<T>& g, const Interior& box) {
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N;
+    return row_packs * (box.za + g.nz - box.zb) + (box.xa / N + row_packs - box.xb / N) * (box.zb - box.za);
+}
+
+/// A CPML memory update's coefficients at a pack of nodes along x (the
+/// profiles are padded to whole packs), or at one row along z.
+template <typename T, int N>
+struct PackProfile {
+    Pack<T, N> b, a, ik;
+};
+template <typename T, int N>
+__device__ __forceinline__ PackProfile<T, N> load_profile(const T* b, const T* a, const T* ik, int ix0) {
+    return {load_pack<N>(b + ix0), load_pack<N>(a + ix0), load_pack<N>(ik + ix0)};
+}
+
+// The frame's nodes, one thread per pack, all loads (the CPML memories and
+// profiles too) issued before the arithmetic: H from `f` into `out`, then E
+// from `f` and the new H of `out` (the interior's H is written by then). The
+// CPML memories are `f`'s, updated in place.
 template <typename T, int ORDER>
-__global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
-                               TmFields<T> out, Frame fr) {
+__device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                                             const CpmlAxis<T>& z, const TmFields<T>& f, const TmFields<T>& out,
+                                             int ix0, int iz, int shot) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!frame_nodes(g, fr, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
-    const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
+    const std::size_t o = c + static_cast<std::size_t>(shot) * g.shot_stride;       // ... of this shot
     const T* ey = f.ey + o;
-    // loads: Ey around the nodes, old H, cq, psi_ey_z in the z strips
+    // loads: Ey around the nodes, old H, cq, the CPML memories and profiles in the strips
     T e[N + 2 * H];
     load_row_window<N>(ey, e);
     Pack<T, N> up[R], dn[R];
@@ -377,9 +327,19 @@ __global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x
     }
     Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + c);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_ey_z + o);
+    Pack<T, N> px{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        px = load_pack<N>(f.psi_ey_x + o);
+        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(f.psi_ey_z + o);
+        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
+    }
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
@@ -392,15 +352,15 @@ __global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x
         dx *= g.inv_dx;
         dz *= g.inv_dz;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_half[ix] * f.psi_ey_x[o + j] + x.a_half[ix] * dx;
-            out.psi_ey_x[o + j] = psi;
-            dx = dx * x.inv_kappa_half[ix] + psi;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
+            px.v[j] = psi;
+            dx = dx * xc.ik.v[j] + psi;
         }
         if (zp) {
-            const T psi = z.b_half[iz] * pz.v[j] + z.a_half[iz] * dz;
+            const T psi = zb * pz.v[j] + za * dz;
             pz.v[j] = psi;
-            dz = dz * z.inv_kappa_half[iz] + psi;
+            dz = dz * zk + psi;
         }
         hx.v[j] = hx.v[j] - cq.v[j] * dz;
         hz.v[j] = hz.v[j] + cq.v[j] * dx;
@@ -408,22 +368,45 @@ __global__ void strip_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x
     const int n = g.nx - ix0;
     store_pack(out.hx + o, hx, n);
     store_pack(out.hz + o, hz, n);
-    if (zp) store_pack(out.psi_ey_z + o, pz, n);
+    if (xp) store_pack(f.psi_ey_x + o, px, n);
+    if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
+/// The launch of a step's H (and the interior's E): the interior's blocks
+/// (blocks_x across the bands times the segments) first, then the frame's H,
+/// kStepWarps * 32 packs a block; the shot in blockIdx.y.
+struct StepLaunch {
+    int blocks_x, interior_blocks, frame_packs;
+};
 
 template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kBlockX * kBlockY, 4)
-    strip_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep, Frame fr) {
+__global__ void __launch_bounds__(kStepWarps * 32, kStepBlocksPerSm)
+    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                TmFields<T> in, TmFields<T> out, Stored* keep) {
+    const int b = blockIdx.x;
+    if (b < l.interior_blocks) {
+        const int seg = b / l.blocks_x;
+        interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, (b - seg * l.blocks_x) * kStepWarps, seg,
+                                         blockIdx.y);
+        return;
+    }
+    const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
+    int ix0, iz;
+    if (t < l.frame_packs && frame_nodes(g, box, t, ix0, iz)) frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
+}
+
+template <typename T, int ORDER, typename Stored>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
+                   Stored* keep, Interior box) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     int ix0, iz;
-    if (!frame_nodes(g, fr, ix0, iz)) return;
+    if (!frame_nodes(g, box, blockIdx.x * blockDim.x + threadIdx.x, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
-    const std::size_t o = c + blockIdx.z * g.shot_stride;
-    const T* hx = out.hx + o;  // H^{n+1/2}, from both launches
-    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, psi_hx_z in the z strips
+    const std::size_t o = c + blockIdx.y * g.shot_stride;
+    const T* hx = out.hx + o;  // H^{n+1/2}
+    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, the CPML memories and profiles in the strips
     T h[N + 2 * H];
     load_row_window<N>(out.hz + o, h);
     Pack<T, N> up[R], dn[R];
@@ -434,9 +417,19 @@ __global__ void __launch_bounds__(kBlockX * kBlockY, 4)
     }
     Pack<T, N> ey = load_pack<N>(f.ey + o);
     const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_hx_z + o);
+    Pack<T, N> px{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        px = load_pack<N>(f.psi_hz_x + o);
+        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(f.psi_hx_z + o);
+        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
+    }
     Pack<Stored, N> kept{};
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -450,15 +443,15 @@ __global__ void __launch_bounds__(kBlockX * kBlockY, 4)
         dx *= g.inv_dx;
         dz *= g.inv_dz;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_int[ix] * f.psi_hz_x[o + j] + x.a_int[ix] * dx;
-            f.psi_hz_x[o + j] = psi;
-            dx = dx * x.inv_kappa_int[ix] + psi;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
+            px.v[j] = psi;
+            dx = dx * xc.ik.v[j] + psi;
         }
         if (zp) {
-            const T psi = z.b_int[iz] * pz.v[j] + z.a_int[iz] * dz;
+            const T psi = zb * pz.v[j] + za * dz;
             pz.v[j] = psi;
-            dz = dz * z.inv_kappa_int[iz] + psi;
+            dz = dz * zk + psi;
         }
         // Ey^{n+1} = ca*Ey^n + cb*curlH
         ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
@@ -466,6 +459,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY, 4)
     }
     const int n = g.nx - ix0;
     store_pack(out.ey + o, ey, n);
+    if (xp) store_pack(f.psi_hz_x + o, px, n);
     if (zp) store_pack(f.psi_hx_z + o, pz, n);
     if (keep) store_pack(keep + o, kept, n);
 }
@@ -766,30 +760,22 @@ template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream) {
     using S = StepShape<T, ORDER>;
-    const int bands = (g.nx + S::U * S::N - 1) / (S::U * S::N);
-    const dim3 interior((bands + kStepWarps - 1) / kStepWarps, (g.nz + kStepRows - 1) / kStepRows, g.n_shots);
-    step_kernel<T, ORDER, Stored, false><<<interior, kStepWarps * 32, 0, stream>>>(g, m, x, z, in, out, keep);
-    // the CPML frame: its rows, then its sides
-    Frame fr = cpml_frame<T, ORDER>(g, x, z);
-    constexpr int N = kLanes<T>;
-    const int row_packs = (g.nx + N - 1) / N, frame_rows = fr.top + (g.nz - fr.bottom);
-    const int side_packs = (fr.left + N - 1) / N + (g.nx - fr.right + N - 1) / N, side_rows = fr.bottom - fr.top;
-    const dim3 block(kBlockX, kBlockY);
-    for (const bool rows : {true, false}) {
-        fr.rows = rows;
-        const int px = rows ? row_packs : side_packs, py = rows ? frame_rows : side_rows;
-        if (px == 0 || py == 0) continue;
-        const dim3 grid((px + kBlockX - 1) / kBlockX, (py + kBlockY - 1) / kBlockY, g.n_shots);
-        strip_h_kernel<T, ORDER><<<grid, block, 0, stream>>>(g, m, x, z, in, out, fr);
+    constexpr int kThreads = kStepWarps * 32;
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    StepLaunch l{0, 0, frame_packs(g, box)};
+    if (box.xb > box.xa) {
+        const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
+        l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
+        l.interior_blocks = l.blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
     }
-    for (const bool rows : {true, false}) {
-        fr.rows = rows;
-        const int px = rows ? row_packs : side_packs, py = rows ? frame_rows : side_rows;
-        if (px == 0 || py == 0) continue;
-        const dim3 grid((px + kBlockX - 1) / kBlockX, (py + kBlockY - 1) / kBlockY, g.n_shots);
-        strip_e_kernel<T, ORDER, Stored><<<grid, block, 0, stream>>>(g, m, x, z, in, out, keep, fr);
-    }
+    const dim3 grid(l.interior_blocks + blocks_for(l.frame_packs, kThreads), g.n_shots);
+    step_kernel<T, ORDER, Stored><<<grid, kThreads, 0, stream>>>(g, m, x, z, box, l, in, out, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
+    if (l.frame_packs) {
+        const dim3 frame(blocks_for(l.frame_packs, kThreads), g.n_shots);
+        frame_e_kernel<T, ORDER, Stored><<<frame, kThreads, 0, stream>>>(g, m, x, z, in, out, keep, box);
+        GPRFWI_CUDA_CHECK(cudaGetLastError());
+    }
 }
 
 template <typename T, typename Stored>
@@ -878,10 +864,11 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
-                                    const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*, Stream);     \
+                                    const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
+                                    Stream);                                                         \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
-                                       Stream);                                                                 \
+                                       Stream);                                                     \
     template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
     template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \

@@ -172,10 +172,10 @@ namespace cuda {
 /// cudaStream_t without including the CUDA headers.
 using Stream = struct CUstream_st*;
 
-/// cpu::update_h then cpu::update_e in one pass, reading Ey, Hx, Hz,
-/// psi_ey_x and psi_ey_z from `in` and writing them to `out` (psi_hz_x and
-/// psi_hx_z, which must be the same arrays in both, are updated in place);
-/// also writes Ey^{n+1} to `keep` (a kept level) when non-null.
+/// cpu::update_h then cpu::update_e, reading Ey, Hx and Hz from `in` and
+/// writing them to `out` (the CPML memories, which must be the same arrays in
+/// both, are updated in place); also writes Ey^{n+1} to `keep` (a kept level)
+/// when non-null.
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream);
