@@ -216,6 +216,9 @@ public:
         : s_(s), opt_(o), device_(device), peak_(peak), g_(grid_params<T>(s)) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&sample_stream_, cudaStreamNonBlocking));
+        for (cudaEvent_t* e : {&stepped_, &sampled_[0], &sampled_[1]})
+            GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
         allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {
@@ -229,7 +232,10 @@ public:
         for (auto* list : {&written_, &copied_, &ready_, &consumed_})
             for (cudaEvent_t e : *list)
                 if (e) cudaEventDestroy(e);
+        for (cudaEvent_t e : {stepped_, sampled_[0], sampled_[1]})
+            if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
+        if (sample_stream_) cudaStreamDestroy(sample_stream_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -247,6 +253,7 @@ public:
             if (check_now(m)) check_finite(fields().ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(sample_stream_));
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
@@ -391,8 +398,11 @@ private:
     void step(int m, Stored* keep, int j, bool sample) {
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
-        const k::TmFields<T> in = fields(), out = buffer(1 - current_);
-        current_ = 1 - current_;
+        const int b = 1 - current_;
+        const k::TmFields<T> in = fields(), out = buffer(b);
+        current_ = b;
+        // the receivers have read what this step overwrites
+        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, sampled_[b], 0));
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
@@ -403,7 +413,12 @@ private:
             k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, stream_);
             k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, out.ey, keep, stream_);
         }
-        if (sample) k::cuda::sample_receivers<T>(g_, sparse_->view, out.ey, traces_.get(), nt, m, stream_);
+        if (sample) {  // beside the next step, which only reads Ey^{m+1}
+            GPRFWI_CUDA_CHECK(cudaEventRecord(stepped_, stream_));
+            GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(sample_stream_, stepped_, 0));
+            k::cuda::sample_receivers<T>(g_, sparse_->view, out.ey, traces_.get(), nt, m, sample_stream_);
+            GPRFWI_CUDA_CHECK(cudaEventRecord(sampled_[b], sample_stream_));
+        }
     }
 
     /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
@@ -689,6 +704,9 @@ private:
     ScratchFile scratch_;                  // its folder and file (declared before io_: outlives the transfers)
     std::array<std::future<void>, kRing> io_;  // disk transfer through each staging slot
     cudaStream_t copy_stream_ = nullptr;
+    cudaStream_t sample_stream_ = nullptr;  // the receivers, sampled beside the next step
+    cudaEvent_t stepped_ = nullptr;
+    std::array<cudaEvent_t, 2> sampled_{};  // ... once done with forward buffer 0 / 1
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     DeviceArray<int> flag_;
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
