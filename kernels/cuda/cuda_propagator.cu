@@ -88,6 +88,16 @@ std::vector<T> convert_padded(const std::vector<double>& v) {
     return out;
 }
 
+/// The value, as T, of every node of `grid` in `field` (padded layout); 0 when they differ.
+template <typename T>
+T uniform_value(const PaddedGrid& grid, const std::vector<double>& field) {
+    const double v = field[grid.index(0, 0)];
+    for (int iz = 0; iz < grid.nz; ++iz)
+        for (int ix = 0; ix < grid.nx; ++ix)
+            if (field[grid.index(iz, ix)] != v) return T(0);
+    return static_cast<T>(v);
+}
+
 template <typename T>
 struct DeviceAxis {
     DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
@@ -365,7 +375,7 @@ public:
 
 private:
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
-    k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get()}; }
+    k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get(), cq_uniform_}; }
 
 public:
     std::string level_storage() const override {
@@ -404,14 +414,13 @@ private:
         // the receivers have read what this step overwrites
         GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, sampled_[b], 0));
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
+        const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, stream_);
-            k::cuda::inject_sources<T, T>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, out.ey, nullptr, stream_);
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, stream_);
             if (keep) keep_level(out.ey, keep, j);
         } else {
-            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, stream_);
-            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, out.ey, keep, stream_);
+            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, stream_);
         }
         if (sample) {  // beside the next step, which only reads Ey^{m+1}
             GPRFWI_CUDA_CHECK(cudaEventRecord(stepped_, stream_));
@@ -588,11 +597,17 @@ private:
             ca_ = DeviceArray<T>(convert<T>(s_.ca), bytes);
             cb_ = DeviceArray<T>(convert<T>(s_.cb), bytes);
             cq_ = DeviceArray<T>(convert<T>(s_.cq), bytes);
+            cq_uniform_ = uniform_value<T>(s_.grid, s_.cq);
             x_.emplace(s_.cpml_x, bytes);
             z_.emplace(s_.cpml_z, bytes);
             fields_[0].emplace(batch_size(), bytes);
             fields_[1].emplace(batch_size(), bytes, false);
             sparse_.emplace(s_, bytes);
+            sources_interior_ = true;
+            for (const auto& op : s_.shots)
+                for (const PointWeight& p : op.source)
+                    sources_interior_ = sources_interior_ &&
+                                        k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -686,11 +701,13 @@ private:
     cudaStream_t stream_ = nullptr;
     k::GridParams<T> g_;
     DeviceArray<T> ca_, cb_, cq_;
+    T cq_uniform_ = 0;  // k::MaterialView::cq_uniform
     std::optional<DeviceAxis<T>> x_, z_;
     std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                                       // ... the one holding the current step
     std::optional<DeviceFields<T>> adjoint_;
     std::optional<DeviceSparse> sparse_;
+    bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot

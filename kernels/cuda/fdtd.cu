@@ -185,11 +185,18 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
     const std::size_t shot = shot_index * g.shot_stride;
     auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
     auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
+    auto load_cq = [&](int r) {
+        if (m.cq_uniform == T(0)) return load(m.cq, r);
+        Pack<T, N> v;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
+        return v;
+    };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
         Pack<T, N> h;
-        const Pack<T, N> old = load(in.hx + shot, q), cq = load(m.cq, q);
+        const Pack<T, N> old = load(in.hx + shot, q), cq = load_cq(q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
@@ -217,7 +224,7 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
     }
     for (int r = z0; r < z1; ++r) {
         ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
-        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load(m.cq, r);
+        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load_cq(r);
         const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
         hw[2 * R - 1] = hx_row(r + R - 1, ew);
         // Hz^{n+1/2} at row r: Dx+[Ey]
@@ -263,6 +270,17 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
             hw[i] = hw[i + 1];
         }
     }
+}
+
+/// Ey += weight * wavelet[shot][m] at source point e (and its kept level).
+template <typename T, typename Stored>
+__device__ __forceinline__ void inject_source_point(const GridParams<T>& g, const SparseOperators& op,
+                                                    const double* wavelets, int nt, int m, T* ey, Stored* keep, int e) {
+    const int s = op.source_shot[e];
+    const std::size_t o = s * g.shot_stride + op.source_index[e];
+    const T v = ey[o] + static_cast<T>(op.source_weight[e] * wavelets[static_cast<std::size_t>(s) * nt + m]);
+    ey[o] = v;
+    if (keep) keep[o] = store_as<Stored>(v);
 }
 
 /// The node pack (ix0, iz) of frame pack t: the frame's rows above and below
@@ -402,8 +420,14 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32)
     frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep, Interior box) {
+                   Stored* keep, Interior box, int frame_blocks, StepSources src) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only
+        const int e = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
+        if (blockIdx.y == 0 && e < src.op.n_source_points)
+            inject_source_point(g, src.op, src.wavelets, src.nt, src.m, out.ey, keep, e);
+        return;
+    }
     int ix0, iz;
     if (!frame_nodes(g, box, blockIdx.x * blockDim.x + threadIdx.x, ix0, iz)) return;
     const int stride = g.stride;
@@ -472,12 +496,7 @@ template <typename T, typename Stored>
 __global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const double* wavelets, int nt, int m,
                                       T* ey, Stored* keep) {
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= op.n_source_points) return;
-    const int s = op.source_shot[e];
-    const std::size_t o = s * g.shot_stride + op.source_index[e];
-    const T v = ey[o] + static_cast<T>(op.source_weight[e] * wavelets[static_cast<std::size_t>(s) * nt + m]);
-    ey[o] = v;
-    if (keep) keep[o] = store_as<Stored>(v);
+    if (e < op.n_source_points) inject_source_point(g, op, wavelets, nt, m, ey, keep, e);
 }
 
 /// sum_j w_j * field[index_j] over entries [begin, end), added in j order as
@@ -762,7 +781,7 @@ dim3 node_and_shot_grid(const GridParams<T>& g) {
 
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream) {
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources, Stream stream) {
     using S = StepShape<T, ORDER>;
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
@@ -775,11 +794,26 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const dim3 grid(l.interior_blocks + blocks_for(l.frame_packs, kThreads), g.n_shots);
     step_kernel<T, ORDER, Stored><<<grid, kThreads, 0, stream>>>(g, m, x, z, box, l, in, out, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
-    if (l.frame_packs) {
-        const dim3 frame(blocks_for(l.frame_packs, kThreads), g.n_shots);
-        frame_e_kernel<T, ORDER, Stored><<<frame, kThreads, 0, stream>>>(g, m, x, z, in, out, keep, box);
+    // the frame's E, and the source term when its points lie in the interior (whose E is done)
+    const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
+    const int frame_blocks = blocks_for(l.frame_packs, kThreads);
+    const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
+    if (frame_blocks + inject_blocks > 0) {
+        const dim3 e_grid(frame_blocks + inject_blocks, g.n_shots);
+        frame_e_kernel<T, ORDER, Stored><<<e_grid, kThreads, 0, stream>>>(
+            g, m, x, z, in, out, keep, box, frame_blocks, merged ? *sources : StepSources{});
         GPRFWI_CUDA_CHECK(cudaGetLastError());
     }
+    if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
+}
+
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
+    if (off < 0) return false;
+    const std::ptrdiff_t iz = off / g.stride, ix = off % g.stride;
+    return ix >= box.xa && ix < box.xb && iz >= box.za && iz < box.zb;
 }
 
 template <typename T, typename Stored>
@@ -869,10 +903,12 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
-                                    Stream);                                                         \
+                                    const StepSources*, Stream);                                                 \
+    template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
+                                                   std::size_t);                                                         \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
-                                       Stream);                                                     \
+                                       const StepSources*, Stream);                                                     \
     template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
     template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \

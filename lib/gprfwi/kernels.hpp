@@ -53,6 +53,9 @@ struct MaterialView {
     const T* ca;
     const T* cb;
     const T* cq;
+    /// Non-zero when every node's cq has this value (a non-magnetic model):
+    /// the CUDA step's interior then reads no cq.
+    T cq_uniform = 0;
 };
 
 /// CPML profile along one axis, as in CpmlAxisProfile.
@@ -172,13 +175,30 @@ namespace cuda {
 /// cudaStream_t without including the CUDA headers.
 using Stream = struct CUstream_st*;
 
-/// cpu::update_h then cpu::update_e, reading Ey, Hx and Hz from `in` and
-/// writing them to `out` (the CPML memories, which must be the same arrays in
-/// both, are updated in place); also writes Ey^{n+1} to `keep` (a kept level)
-/// when non-null.
+/// A forward step's source term, inject_sources' arguments. `interior`: every
+/// source point lies in the step's interior (step_interior_contains), so that
+/// step may add the term in its last launch instead of one of its own.
+struct StepSources {
+    SparseOperators op;
+    const double* wavelets;
+    int nt;
+    int m;
+    bool interior;
+};
+
+/// cpu::update_h then cpu::update_e, then the source term when `sources` is
+/// non-null, reading Ey, Hx and Hz from `in` and writing them to `out` (the
+/// CPML memories, which must be the same arrays in both, are updated in
+/// place); also writes Ey^{n+1} to `keep` (a kept level) when non-null.
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, Stream stream);
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources, Stream stream);
+
+/// Whether the node at storage index `index` (of a shot) lies in the
+/// interior of step<T, ORDER>: the nodes updated in its first launch, whose
+/// stencils reach no CPML node.
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
 /// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too.
 template <typename T, typename Stored>
