@@ -226,9 +226,6 @@ public:
         : s_(s), opt_(o), device_(device), peak_(peak), g_(grid_params<T>(s)) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&sample_stream_, cudaStreamNonBlocking));
-        for (cudaEvent_t* e : {&stepped_, &sampled_[0], &sampled_[1]})
-            GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
         allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {
@@ -242,10 +239,7 @@ public:
         for (auto* list : {&written_, &copied_, &ready_, &consumed_})
             for (cudaEvent_t e : *list)
                 if (e) cudaEventDestroy(e);
-        for (cudaEvent_t e : {stepped_, sampled_[0], sampled_[1]})
-            if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
-        if (sample_stream_) cudaStreamDestroy(sample_stream_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -263,7 +257,9 @@ public:
             if (check_now(m)) check_finite(fields().ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(sample_stream_));
+        // the last step's receiver samples (each step takes the previous one's)
+        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
@@ -403,30 +399,25 @@ private:
     }
 
     /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
-    /// the source term; Ey^{m+1} kept as level j in `keep` when non-null; the
-    /// receivers sampled when `sample`.
+    /// the source term; Ey^{m+1} kept as level j in `keep` when non-null.
+    /// When `sample`, the step also takes the receivers' samples of Ey^m
+    /// (the previous step's; forward() takes the last step's itself).
     void step(int m, Stored* keep, int j, bool sample) {
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
         const int b = 1 - current_;
         const k::TmFields<T> in = fields(), out = buffer(b);
         current_ = b;
-        // the receivers have read what this step overwrites
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, sampled_[b], 0));
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
         const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
+        const k::cuda::StepSamples previous{sparse_->view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
+        const k::cuda::StepSamples* samples = sample && m > 0 ? &previous : nullptr;
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, stream_);
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, stream_);
             if (keep) keep_level(out.ey, keep, j);
         } else {
-            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, stream_);
-        }
-        if (sample) {  // beside the next step, which only reads Ey^{m+1}
-            GPRFWI_CUDA_CHECK(cudaEventRecord(stepped_, stream_));
-            GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(sample_stream_, stepped_, 0));
-            k::cuda::sample_receivers<T>(g_, sparse_->view, out.ey, traces_.get(), nt, m, sample_stream_);
-            GPRFWI_CUDA_CHECK(cudaEventRecord(sampled_[b], sample_stream_));
+            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, stream_);
         }
     }
 
@@ -721,9 +712,6 @@ private:
     ScratchFile scratch_;                  // its folder and file (declared before io_: outlives the transfers)
     std::array<std::future<void>, kRing> io_;  // disk transfer through each staging slot
     cudaStream_t copy_stream_ = nullptr;
-    cudaStream_t sample_stream_ = nullptr;  // the receivers, sampled beside the next step
-    cudaEvent_t stepped_ = nullptr;
-    std::array<cudaEvent_t, 2> sampled_{};  // ... once done with forward buffer 0 / 1
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     DeviceArray<int> flag_;
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only

@@ -283,6 +283,35 @@ __device__ __forceinline__ void inject_source_point(const GridParams<T>& g, cons
     if (keep) keep[o] = store_as<Stored>(v);
 }
 
+/// sum_j w_j * field[index_j] over entries [begin, end), added in j order as
+/// on the CPU (bitwise the same sum), by one warp: each lane loads its
+/// entries' products in parallel, then lane 0 adds them in order via shuffles.
+template <typename T>
+__device__ double warp_ordered_dot(int begin, int end, const std::size_t* index, const double* weight, const T* field) {
+    const int lane = threadIdx.x & 31;
+    double acc = 0;
+    for (int base = begin; base < end; base += 32) {
+        const int j = base + lane;
+        const double prod = j < end ? weight[j] * static_cast<double>(field[index[j]]) : 0.0;
+        const int count = end - base < 32 ? end - base : 32;
+        for (int l = 0; l < count; ++l) {
+            const double p = __shfl_sync(0xffffffffu, prod, l);
+            if (lane == 0) acc += p;
+        }
+    }
+    return acc;
+}
+
+/// traces[r][m] = receiver row r's sample of `ey`, by one warp.
+template <typename T>
+__device__ __forceinline__ void sample_row(const GridParams<T>& g, const SparseOperators& op, const T* ey,
+                                           double* traces, int nt, int m, int r) {
+    if (r >= op.n_rows) return;
+    const double acc = warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight,
+                                        ey + op.row_shot[r] * g.shot_stride);
+    if ((threadIdx.x & 31) == 0) traces[static_cast<std::size_t>(r) * nt + m] = acc;
+}
+
 /// The node pack (ix0, iz) of frame pack t: the frame's rows above and below
 /// the interior, whole (row by row), then its columns left and right of it
 /// (row by row); false past the frame's last pack.
@@ -394,22 +423,68 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
     if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
+// Programmatic dependent launch (Hopper): the step's two kernels are launched
+// so that each may start while the kernel before it finishes; each waits for
+// that kernel's results (griddepcontrol.wait, a no-op for a plain launch)
+// before it reads anything, and lets the next one launch as soon as all its
+// blocks run (griddepcontrol.launch_dependents).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+/// Launches kernel<<<grid, block, 0, stream>>>(args...), as a programmatic
+/// dependent launch on GPUs that have it.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+    static const bool pdl = [] {
+        int device = 0, major = 0;
+        GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        return major >= 9;
+    }();
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    GPRFWI_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
 /// The launch of a step's H (and the interior's E): the interior's blocks
 /// (blocks_x across the bands times the segments) first, then the frame's H,
 /// kStepWarps * 32 packs a block; the shot in blockIdx.y.
 struct StepLaunch {
-    int blocks_x, interior_blocks, frame_packs;
+    int blocks_x, interior_blocks, frame_packs, frame_blocks;
 };
 
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
-                TmFields<T> in, TmFields<T> out, Stored* keep) {
+                TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const int b = blockIdx.x;
     if (b < l.interior_blocks) {
         const int seg = b / l.blocks_x;
         interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, (b - seg * l.blocks_x) * kStepWarps, seg,
                                          blockIdx.y);
+        return;
+    }
+    if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
+        if (blockIdx.y == 0)
+            sample_row(g, samples.op, in.ey, samples.traces, samples.nt, samples.m,
+                       ((b - l.interior_blocks - l.frame_blocks) * blockDim.x + threadIdx.x) / 32);
         return;
     }
     const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
@@ -422,6 +497,8 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
                    Stored* keep, Interior box, int frame_blocks, StepSources src) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    wait_for_previous_kernel();
+    allow_next_kernel();
     if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only
         const int e = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
         if (blockIdx.y == 0 && e < src.op.n_source_points)
@@ -499,33 +576,10 @@ __global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const
     if (e < op.n_source_points) inject_source_point(g, op, wavelets, nt, m, ey, keep, e);
 }
 
-/// sum_j w_j * field[index_j] over entries [begin, end), added in j order as
-/// on the CPU (bitwise the same sum), by one warp: each lane loads its
-/// entries' products in parallel, then lane 0 adds them in order via shuffles.
-template <typename T>
-__device__ double warp_ordered_dot(int begin, int end, const std::size_t* index, const double* weight, const T* field) {
-    const int lane = threadIdx.x & 31;
-    double acc = 0;
-    for (int base = begin; base < end; base += 32) {
-        const int j = base + lane;
-        const double prod = j < end ? weight[j] * static_cast<double>(field[index[j]]) : 0.0;
-        const int count = end - base < 32 ? end - base : 32;
-        for (int l = 0; l < count; ++l) {
-            const double p = __shfl_sync(0xffffffffu, prod, l);
-            if (lane == 0) acc += p;
-        }
-    }
-    return acc;
-}
-
 template <typename T>
 __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, const T* ey, double* traces, int nt,
                                         int m) {
-    const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per receiver row
-    if (r >= op.n_rows) return;
-    const double acc =
-        warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight, ey + op.row_shot[r] * g.shot_stride);
-    if ((threadIdx.x & 31) == 0) traces[static_cast<std::size_t>(r) * nt + m] = acc;
+    sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
 }
 
 template <typename T>
@@ -781,28 +835,30 @@ dim3 node_and_shot_grid(const GridParams<T>& g) {
 
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources, Stream stream) {
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
+          const StepSamples* samples, Stream stream) {
     using S = StepShape<T, ORDER>;
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
-    StepLaunch l{0, 0, frame_packs(g, box)};
+    StepLaunch l{0, 0, frame_packs(g, box), 0};
+    l.frame_blocks = blocks_for(l.frame_packs, kThreads);
     if (box.xb > box.xa) {
         const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
         l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
         l.interior_blocks = l.blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
     }
-    const dim3 grid(l.interior_blocks + blocks_for(l.frame_packs, kThreads), g.n_shots);
-    step_kernel<T, ORDER, Stored><<<grid, kThreads, 0, stream>>>(g, m, x, z, box, l, in, out, keep);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
+    const dim3 grid(l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
+    launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
+                     samples ? *samples : StepSamples{});
     // the frame's E, and the source term when its points lie in the interior (whose E is done)
     const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
-    const int frame_blocks = blocks_for(l.frame_packs, kThreads);
+    const int frame_blocks = l.frame_blocks;
     const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
     if (frame_blocks + inject_blocks > 0) {
         const dim3 e_grid(frame_blocks + inject_blocks, g.n_shots);
-        frame_e_kernel<T, ORDER, Stored><<<e_grid, kThreads, 0, stream>>>(
-            g, m, x, z, in, out, keep, box, frame_blocks, merged ? *sources : StepSources{});
-        GPRFWI_CUDA_CHECK(cudaGetLastError());
+        launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
+                         box, frame_blocks, merged ? *sources : StepSources{});
     }
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
@@ -903,12 +959,12 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
-                                    const StepSources*, Stream);                                                 \
+                                    const StepSources*, const StepSamples*, Stream);                                                 \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
-                                       const StepSources*, Stream);                                                     \
+                                       const StepSources*, const StepSamples*, Stream);                                                     \
     template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
     template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \

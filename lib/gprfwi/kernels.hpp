@@ -186,13 +186,24 @@ struct StepSources {
     bool interior;
 };
 
+/// Receiver samples taken by a step, beside its own work, of the Ey it reads
+/// (the previous step's result): sample_receivers' arguments.
+struct StepSamples {
+    SparseOperators op;
+    double* traces;
+    int nt;
+    int m;
+};
+
 /// cpu::update_h then cpu::update_e, then the source term when `sources` is
 /// non-null, reading Ey, Hx and Hz from `in` and writing them to `out` (the
 /// CPML memories, which must be the same arrays in both, are updated in
-/// place); also writes Ey^{n+1} to `keep` (a kept level) when non-null.
+/// place); also writes Ey^{n+1} to `keep` (a kept level) when non-null, and
+/// samples `in.ey` into the traces when `samples` is non-null.
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources, Stream stream);
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
+          const StepSamples* samples, Stream stream);
 
 /// Whether the node at storage index `index` (of a shot) lies in the
 /// interior of step<T, ORDER>: the nodes updated in its first launch, whose
