@@ -7,12 +7,14 @@
 // Equations: lib/gprfwi/kernels.hpp. Assumptions:
 //  - the PaddedGrid layout with a zero halo of kMaxHalo nodes and rows of a
 //    multiple of 4 values (16-byte aligned in float and double);
-//  - one thread per 16 bytes of a row (4 float or 2 double nodes, x fastest,
-//    32 x 8 blocks) and shot (blockIdx.z); materials are shared by the shots;
+//  - one thread per 16 bytes of a row (4 float or 2 double nodes, x fastest),
+//    a warp per band of such packs in the forward step's interior;
+//    materials are shared by the shots;
 //  - CPML memories are touched only in the CPML strips.
-// Memory traffic per cell-step (float): update_h reads Ey, Hx, Hz and writes
-// Hx, Hz (20 B) plus cq; update_e reads Hx, Hz, Ey and writes Ey (16 B)
-// plus ca, cb and, when a level is kept, its store.
+// Memory traffic per cell-step (float): the forward step reads Ey, Hx, Hz
+// and writes them (24 B) plus ca, cb (and cq in a magnetic model) once for
+// all shots, the CPML memories in the frame, and a kept level's store; the
+// adjoint's three passes are node kernels that read their neighbours.
 
 #include <cuda_runtime.h>
 
@@ -38,7 +40,7 @@ __device__ __forceinline__ T coef(int k) {
 }
 
 template <typename T>
-__host__ __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
+__device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
     const int lo = a.strip_low_end < n ? a.strip_low_end : n;
     const int hi = a.strip_high_begin > lo ? a.strip_high_begin : lo;
     return i < lo || i >= hi;
@@ -106,11 +108,14 @@ __device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, i
 // warp only supply neighbours, and a segment recomputes the 2R - 1 Hx rows
 // above it, so warps never wait for each other; but since neighbours read
 // fields that their owner is replacing, the step reads Ey, Hx, Hz from one
-// buffer and writes them to another. The rest of the grid, the CPML frame, is
-// updated by the node kernels below (H, then E once the interior's H is
-// written); the frame's H runs on a second stream, beside the interior. The
-// CPML memories are read and written only at their own nodes, in place. Each
-// node's arithmetic is the CPU's (update_h then update_e), in the same order.
+// buffer and writes them to another. The rest of the grid, the CPML frame
+// (the strips and R nodes more), is updated one thread per pack: its H by
+// further blocks of the same launch, its E by a second launch once all H is
+// written, whose further blocks add the source term when the sources lie in
+// the interior; the receivers are sampled by the next step's launch (it reads
+// what they sample). The CPML memories are read and written only at their
+// own nodes, in place. Each node's arithmetic is the CPU's (update_h then
+// update_e, then the source term), in the same order.
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
 // waves: -10% at 1000^2 x 8 shots); 6 blocks an SM (+12% over 5) where the
 // registers allow it without spilling.
