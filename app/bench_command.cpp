@@ -62,13 +62,16 @@ double host_copy_bandwidth() {
 // adds the kept level, the imaging (lambda_ey and 2 kept levels in, 2 double
 // accumulators per node, shared by the shots, in and out) and the three
 // adjoint passes (16 arrays of T and the coefficients).
-// CUDA (coefficients read once per node for all shots): forward 9 arrays of T
-// plus 3/shots, the adjoint 17 plus 3/shots.
-double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots) {
-    const double coef = cuda ? 3.0 / shots : 3.0;  // ca, cb, cq: per node, or per node and shot
-    const double forward = 9.0 * word + coef * word;
+// CUDA (coefficients read once per node for all shots): the forward step
+// reads Ey, Hx, Hz and writes them once (6 arrays of T) plus ca, cb and, in a
+// magnetic model, cq (2 or 3 per shots; the CPML frame's memories are left
+// out); the adjoint 17 plus 3/shots.
+double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
+                           bool uniform_mu) {
+    const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
+    const double forward = (cuda ? 6.0 : 9.0) * word + coef * word;
     if (!gradient) return forward;
-    const double adjoint = 17.0 * word + coef * word;
+    const double adjoint = 17.0 * word + (cuda ? 3.0 / shots : 3.0) * word;
     return forward + adjoint + 3.0 * stored + 4.0 * 8.0 / shots;
 }
 
@@ -128,7 +131,7 @@ void run_bench(const BenchArgs& a) {
     const auto compression = opt.snapshots.compression;
     const std::size_t stored = compression == SnapshotCompression::bf16 ? 2 : compression == SnapshotCompression::fp8 ? 1 : word;
     // fp8 levels read Ey twice more (max, then quantise) before they are stored
-    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots) +
+    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
     const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
     const double achieved = rate * bytes;

@@ -185,6 +185,54 @@ INSTANTIATE_TEST_SUITE_P(
                                  SnapshotStorage::device, 0, 5}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// Sources and receivers on the model's edge, next to the CPML: there the GPU
+// adds the source term in a launch of its own (elsewhere, in the step's last).
+TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    const Grid g{70, 55, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41);
+    for (const Precision precision : {Precision::double_precision, Precision::single}) {
+        for (const int order : {2, 8}) {
+            const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), order);
+            Survey survey = test::random_survey(g, 2, 1, 3, 160, 3e8, dt, 7);
+            survey.shots[0].sources.push_back({Position{0.0, 0.0}, 0.7});
+            survey.shots[1].sources.front().position = Position{(g.nx - 1) * g.dx, 0.5 * g.nz * g.dz};
+            survey.shots[1].receivers.push_back(Position{(g.nx - 1) * g.dx, (g.nz - 1) * g.dz});
+            PropagatorOptions opt = test::double_options(order, 0);
+            opt.cpml.widths = {9, 12, 10, 11};
+            opt.precision = precision;
+            const Traces cpu = CpuPropagator(opt).forward(model, survey);
+            opt.backend = BackendKind::cuda;
+            const double e = max_relative(flatten(make_propagator(opt)->forward(model, survey)), flatten(cpu));
+            std::printf("edge sources, stencil %d, %s: traces %.2e\n", order,
+                        precision == Precision::single ? "single" : "double", e);
+            EXPECT_LT(e, precision == Precision::single ? 1e-5 : 1e-12);
+        }
+    }
+}
+
+// A magnetic model (mu_r varying): the GPU's step then reads the per-node
+// magnetic coefficient instead of the uniform one it uses otherwise.
+TEST(CudaBackend, MagneticModelsMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    const Grid g{70, 55, 0.02, 0.025};
+    Model model = test::heterogeneous_model(g, 41);
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) model.mu_r(iz, ix) = 1.0 + 0.5 * std::exp(-0.01 * ((ix - 30) * (ix - 30) + (iz - 20) * (iz - 20)));
+    for (const Precision precision : {Precision::double_precision, Precision::single}) {
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4);
+        const Survey survey = test::random_survey(g, 2, 1, 4, 160, 3e8, dt, 9);
+        PropagatorOptions opt = test::double_options(4, 0);
+        opt.cpml.widths = {9, 12, 10, 11};
+        opt.precision = precision;
+        const Traces cpu = CpuPropagator(opt).forward(model, survey);
+        opt.backend = BackendKind::cuda;
+        const double e = max_relative(flatten(make_propagator(opt)->forward(model, survey)), flatten(cpu));
+        std::printf("magnetic model, %s: traces %.2e\n", precision == Precision::single ? "single" : "double", e);
+        EXPECT_LT(e, precision == Precision::single ? 1e-5 : 1e-12);
+    }
+}
+
 // <F x, y> = <x, F^T y> with F^T computed on the GPU.
 TEST(CudaAdjoint, DotProductTestInDouble) {
     SKIP_WITHOUT_GPU();

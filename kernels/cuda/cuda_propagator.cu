@@ -79,14 +79,34 @@ std::vector<T> convert(const std::vector<double>& v) {
     return std::vector<T>(v.begin(), v.end());
 }
 
+/// As convert, padded with zeros to a multiple of 4 values, so that the
+/// kernels may read a CPML profile in whole 16-byte packs.
+template <typename T>
+std::vector<T> convert_padded(const std::vector<double>& v) {
+    std::vector<T> out((v.size() + 3) / 4 * 4, T(0));
+    std::copy(v.begin(), v.end(), out.begin());
+    return out;
+}
+
+/// The value, as T, of every node of `grid` in `field` (padded layout); 0 when they differ.
+template <typename T>
+T uniform_value(const PaddedGrid& grid, const std::vector<double>& field) {
+    const double v = field[grid.index(0, 0)];
+    for (int iz = 0; iz < grid.nz; ++iz)
+        for (int ix = 0; ix < grid.nx; ++ix)
+            if (field[grid.index(iz, ix)] != v) return T(0);
+    return static_cast<T>(v);
+}
+
 template <typename T>
 struct DeviceAxis {
     DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
     int low_end = 0, high_begin = 0;
     DeviceAxis(const CpmlAxisProfile& p, std::size_t& bytes)
-        : ik_int(convert<T>(p.inv_kappa_int), bytes), a_int(convert<T>(p.a_int), bytes),
-          b_int(convert<T>(p.b_int), bytes), ik_half(convert<T>(p.inv_kappa_half), bytes),
-          a_half(convert<T>(p.a_half), bytes), b_half(convert<T>(p.b_half), bytes), low_end(p.strip_low_end),
+        : ik_int(convert_padded<T>(p.inv_kappa_int), bytes), a_int(convert_padded<T>(p.a_int), bytes),
+          b_int(convert_padded<T>(p.b_int), bytes), ik_half(convert_padded<T>(p.inv_kappa_half), bytes),
+          a_half(convert_padded<T>(p.a_half), bytes), b_half(convert_padded<T>(p.b_half), bytes),
+          low_end(p.strip_low_end),
           high_begin(p.strip_high_begin) {}
     k::CpmlAxis<T> view() const {
         return {ik_int.get(), a_int.get(), b_int.get(), ik_half.get(), a_half.get(), b_half.get(), low_end,
@@ -97,9 +117,11 @@ struct DeviceAxis {
 template <typename T>
 struct DeviceFields {
     DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    DeviceFields(std::size_t n, std::size_t& bytes)
-        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(n, bytes), psi_ey_z(n, bytes), psi_hz_x(n, bytes),
-          psi_hx_z(n, bytes) {}
+    /// Without `memories`, the psi arrays are left empty (the second buffer
+    /// of the forward fields, which shares them with the first).
+    DeviceFields(std::size_t n, std::size_t& bytes, bool memories = true)
+        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories ? n : 0, bytes),
+          psi_ey_z(memories ? n : 0, bytes), psi_hz_x(memories ? n : 0, bytes), psi_hx_z(memories ? n : 0, bytes) {}
     void zero(cudaStream_t s) const {
         for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
     }
@@ -224,18 +246,20 @@ public:
     InternalTraces forward(bool keep_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         allocate(keep_levels);
-        const auto f = fields_->view();
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
-        fields_->zero(stream_);
+        zero_fields();
         for (int m = 0; m < nt; ++m) {
-            if (keep_levels && c && m % c == 0) copy_state(f, checkpoint(m / c));  // the state at step m
+            if (keep_levels && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
             const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
-            step(f, m, keep, j, true);
+            step(m, keep, j, true);
             if (j) level_written(j);
-            if (check_now(m)) check_finite(f.ey, m, "Ey");
+            if (check_now(m)) check_finite(fields().ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
+        // the last step's receiver samples (each step takes the previous one's)
+        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
@@ -284,28 +308,27 @@ public:
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
         if (s_.binomial_slots) {
-            // binomial checkpointing: saved states in checkpoint(slot), the current one in fields_
-            const auto f = fields_->view();
+            // binomial checkpointing: saved states in checkpoint(slot), the current one in fields()
             const std::size_t n = batch_size();
             Stored* prev = levels_.get();
             Stored* next = levels_.get() + n;
-            fields_->zero(stream_);
+            zero_fields();
             int cur = 0;
             for (const CheckpointAction& a : schedule_) {
                 switch (a.kind) {
                 case CheckpointAction::advance:
-                    for (; cur < a.step; ++cur) step(f, cur, nullptr, 0, false);
+                    for (; cur < a.step; ++cur) step(cur, nullptr, 0, false);
                     break;
-                case CheckpointAction::store: copy_state(f, checkpoint(a.slot)); break;
+                case CheckpointAction::store: copy_state(fields(), checkpoint(a.slot)); break;
                 case CheckpointAction::restore:
-                    if (a.slot < 0) fields_->zero(stream_);
-                    else copy_state(checkpoint(a.slot), f);
+                    if (a.slot < 0) zero_fields();
+                    else copy_state(checkpoint(a.slot), fields());
                     cur = a.step;
                     break;
                 case CheckpointAction::reverse: {
                     const int m = a.step;
-                    if (m > 0) keep_level(f.ey, prev, m);
-                    step(f, m, next, m + 1, false);
+                    if (m > 0) keep_level(fields().ey, prev, m);
+                    step(m, next, m + 1, false);
                     adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next);
                     cur = m + 1;
                     break;
@@ -314,13 +337,12 @@ public:
             }
         } else if (const int c = s_.checkpoint_steps) {
             // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
-            const auto f = fields_->view();
             auto slot = [&](int L, int a) { return levels_.get() + static_cast<std::size_t>(L - a) * batch_size(); };
             for (int seg = (nt - 1) / c; seg >= 0; --seg) {
                 const int a = seg * c, b = std::min(nt, a + c);
-                copy_state(checkpoint(seg), f);
-                if (a > 0) keep_level(f.ey, slot(a, a), a);
-                for (int m = a; m < b; ++m) step(f, m, slot(m + 1, a), m + 1, false);
+                copy_state(checkpoint(seg), fields());
+                if (a > 0) keep_level(fields().ey, slot(a, a), a);
+                for (int m = a; m < b; ++m) step(m, slot(m + 1, a), m + 1, false);
                 for (int m = b - 1; m >= a; --m)
                     adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a));
             }
@@ -349,7 +371,7 @@ public:
 
 private:
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
-    k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get()}; }
+    k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get(), cq_uniform_}; }
 
 public:
     std::string level_storage() const override {
@@ -361,23 +383,42 @@ public:
     }
 
 private:
-    /// Forward step m: H, E, the source term; Ey^{m+1} kept as level j in `keep`
-    /// when non-null; the receivers sampled when `sample`.
-    void step(const k::TmFields<T>& f, int m, Stored* keep, int j, bool sample) {
+    /// The forward fields at the current step, and the buffer the next step writes.
+    k::TmFields<T> buffer(int b) const {
+        k::TmFields<T> f = fields_[0]->view();  // the CPML memories, updated in place: one copy
+        f.ey = fields_[b]->ey.get();
+        f.hx = fields_[b]->hx.get();
+        f.hz = fields_[b]->hz.get();
+        return f;
+    }
+    k::TmFields<T> fields() const { return buffer(current_); }
+    void zero_fields() {
+        fields_[0]->zero(stream_);
+        fields_[1]->zero(stream_);
+        current_ = 0;
+    }
+
+    /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
+    /// the source term; Ey^{m+1} kept as level j in `keep` when non-null.
+    /// When `sample`, the step also takes the receivers' samples of Ey^m
+    /// (the previous step's; forward() takes the last step's itself).
+    void step(int m, Stored* keep, int j, bool sample) {
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
+        const int b = 1 - current_;
+        const k::TmFields<T> in = fields(), out = buffer(b);
+        current_ = b;
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
-        k::cuda::update_h<T, ORDER>(g_, materials(), x, z, f, stream_);
+        const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
+        const k::cuda::StepSamples previous{sparse_->view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
+        const k::cuda::StepSamples* samples = sample && m > 0 ? &previous : nullptr;
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-            k::cuda::update_e<T, ORDER, T>(g_, materials(), x, z, f, nullptr, stream_);
-            k::cuda::inject_sources<T, T>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, nullptr, stream_);
-            if (keep) keep_level(f.ey, keep, j);
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, stream_);
+            if (keep) keep_level(out.ey, keep, j);
         } else {
-            k::cuda::update_e<T, ORDER, Stored>(g_, materials(), x, z, f, keep, stream_);
-            k::cuda::inject_sources<T, Stored>(g_, sparse_->view, sparse_->wavelets.get(), nt, m, f.ey, keep, stream_);
+            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, stream_);
         }
-        if (sample) k::cuda::sample_receivers<T>(g_, sparse_->view, f.ey, traces_.get(), nt, m, stream_);
     }
 
     /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
@@ -506,7 +547,7 @@ private:
             for (const auto& r : op.receivers) points += r.size();
             points += op.source.size();
         }
-        std::size_t b = 3 * cells * sizeof(T) + 7 * n * sizeof(T) +
+        std::size_t b = 3 * cells * sizeof(T) + 10 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
         b += 11 * n * sizeof(T) + 3 * cells * sizeof(double);
@@ -540,17 +581,24 @@ private:
     }
 
     void allocate(bool gradient) {
-        if (fields_ && (!gradient || adjoint_)) return;
+        if (fields_[0] && (!gradient || adjoint_)) return;
         check_memory(gradient);
         std::size_t bytes = 0;
-        if (!fields_) {
+        if (!fields_[0]) {
             ca_ = DeviceArray<T>(convert<T>(s_.ca), bytes);
             cb_ = DeviceArray<T>(convert<T>(s_.cb), bytes);
             cq_ = DeviceArray<T>(convert<T>(s_.cq), bytes);
+            cq_uniform_ = uniform_value<T>(s_.grid, s_.cq);
             x_.emplace(s_.cpml_x, bytes);
             z_.emplace(s_.cpml_z, bytes);
-            fields_.emplace(batch_size(), bytes);
+            fields_[0].emplace(batch_size(), bytes);
+            fields_[1].emplace(batch_size(), bytes, false);
             sparse_.emplace(s_, bytes);
+            sources_interior_ = true;
+            for (const auto& op : s_.shots)
+                for (const PointWeight& p : op.source)
+                    sources_interior_ = sources_interior_ &&
+                                        k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -644,9 +692,13 @@ private:
     cudaStream_t stream_ = nullptr;
     k::GridParams<T> g_;
     DeviceArray<T> ca_, cb_, cq_;
+    T cq_uniform_ = 0;  // k::MaterialView::cq_uniform
     std::optional<DeviceAxis<T>> x_, z_;
-    std::optional<DeviceFields<T>> fields_, adjoint_;
+    std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
+    int current_ = 0;                                       // ... the one holding the current step
+    std::optional<DeviceFields<T>> adjoint_;
     std::optional<DeviceSparse> sparse_;
+    bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot

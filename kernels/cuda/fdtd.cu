@@ -7,12 +7,14 @@
 // Equations: lib/gprfwi/kernels.hpp. Assumptions:
 //  - the PaddedGrid layout with a zero halo of kMaxHalo nodes and rows of a
 //    multiple of 4 values (16-byte aligned in float and double);
-//  - one thread per 16 bytes of a row (4 float or 2 double nodes, x fastest,
-//    32 x 8 blocks) and shot (blockIdx.z); materials are shared by the shots;
+//  - one thread per 16 bytes of a row (4 float or 2 double nodes, x fastest),
+//    a warp per band of such packs in the forward step's interior;
+//    materials are shared by the shots;
 //  - CPML memories are touched only in the CPML strips.
-// Memory traffic per cell-step (float): update_h reads Ey, Hx, Hz and writes
-// Hx, Hz (20 B) plus cq; update_e reads Hx, Hz, Ey and writes Ey (16 B)
-// plus ca, cb and, when a level is kept, its store.
+// Memory traffic per cell-step (float): the forward step reads Ey, Hx, Hz
+// and writes them (24 B) plus ca, cb (and cq in a magnetic model) once for
+// all shots, the CPML memories in the frame, and a kept level's store; the
+// adjoint's three passes are node kernels that read their neighbours.
 
 #include <cuda_runtime.h>
 
@@ -96,123 +98,189 @@ __device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, i
     return ix0 < g.nx && iz < g.nz;
 }
 
+// The forward step reads each field once and writes it once over most of the
+// grid. Its interior (Interior: the nodes whose H and E stencils reach no CPML
+// node) is one kernel: a warp owns a band of columns, each lane kLanes<T> of
+// them, and marches down a segment of kStepRows rows: at row r it computes Hx
+// one row ahead (r + R - 1, from the Ey rows r .. r + 2R - 1 it holds in
+// registers), Hz at r (x neighbours by warp shuffles) and then Ey at r, from
+// the Hx rows r - R .. r + R - 1 it holds. The HL lanes at each edge of the
+// warp only supply neighbours, and a segment recomputes the 2R - 1 Hx rows
+// above it, so warps never wait for each other; but since neighbours read
+// fields that their owner is replacing, the step reads Ey, Hx, Hz from one
+// buffer and writes them to another. The rest of the grid, the CPML frame
+// (the strips and R nodes more), is updated one thread per pack: its H by
+// further blocks of the same launch, its E by a second launch once all H is
+// written, whose further blocks add the source term when the sources lie in
+// the interior; the receivers are sampled by the next step's launch (it reads
+// what they sample). The CPML memories are read and written only at their
+// own nodes, in place. Each node's arithmetic is the CPU's (update_h then
+// update_e, then the source term), in the same order.
+// Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
+// waves: -10% at 1000^2 x 8 shots); 6 blocks an SM (+12% over 5) where the
+// registers allow it without spilling.
+constexpr int kStepWarps = 4, kStepRows = 16;
+constexpr int step_blocks_per_sm(int order) { return order <= 4 ? 6 : order == 6 ? 5 : 4; }
+
 template <typename T, int ORDER>
-__global__ void update_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f) {
-    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
-    const std::size_t o = c + blockIdx.z * g.shot_stride;                          // ... of this shot
-    const T* ey = f.ey + o;
-    // loads: Ey around the nodes, old H, cq, psi_ey_z in the z strips
-    T e[N + 2 * H];
-    load_row_window<N>(ey, e);
-    Pack<T, N> up[R], dn[R];
+struct StepShape {
+    static constexpr int N = kLanes<T>, R = ORDER / 2;
+    static constexpr int HL = (2 * R - 1 + N - 1) / N;  // neighbour-only lanes at each edge
+    static constexpr int U = 32 - 2 * HL;               // lanes that own their columns
+    static constexpr int W = (2 * HL + 1) * N;          // x window: this lane and HL lanes each side
+};
+
+/// The row window of lanes -HL..HL around this lane: w[(d + HL) * N + j] is
+/// value j of lane + d (garbage where lane + d is outside the warp).
+template <int N, int HL, typename T>
+__device__ __forceinline__ void lane_window(const Pack<T, N>& v, T (&w)[(2 * HL + 1) * N]) {
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-        up[k] = load_pack<N>(ey + (k + 1) * stride);
-        dn[k] = load_pack<N>(ey - k * stride);
-    }
-    Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
-    const Pack<T, N> cq = load_pack<N>(m.cq + c);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_ey_z + o);
+    for (int j = 0; j < N; ++j) w[HL * N + j] = v.v[j];
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
-        T dx = 0, dz = 0;
+    for (int d = 1; d <= HL; ++d)
 #pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        for (int j = 0; j < N; ++j) {
+            w[(HL - d) * N + j] = __shfl_up_sync(0xffffffffu, v.v[j], d);
+            w[(HL + d) * N + j] = __shfl_down_sync(0xffffffffu, v.v[j], d);
         }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_half[ix] * f.psi_ey_x[o + j] + x.a_half[ix] * dx;
-            f.psi_ey_x[o + j] = psi;
-            dx = dx * x.inv_kappa_half[ix] + psi;
-        }
-        if (zp) {
-            const T psi = z.b_half[iz] * pz.v[j] + z.a_half[iz] * dz;
-            pz.v[j] = psi;
-            dz = dz * z.inv_kappa_half[iz] + psi;
-        }
-        hx.v[j] = hx.v[j] - cq.v[j] * dz;
-        hz.v[j] = hz.v[j] + cq.v[j] * dx;
-    }
-    const int n = g.nx - ix0;
-    store_pack(f.hx + o, hx, n);
-    store_pack(f.hz + o, hz, n);
-    if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
-// (at most 64 registers: with 72, 3 blocks fit an SM instead of 4; +4% measured)
+/// The step's interior, columns [xa, xb) and rows [za, zb): the nodes whose
+/// E update reads only H values computed without CPML memories (Hz within R
+/// columns, Hx within R rows). xa and xb are multiples of kLanes<T> (whole,
+/// aligned packs); an empty interior is all zeros (the frame is everything).
+struct Interior {
+    int xa, xb, za, zb;
+};
+
+template <typename T, int ORDER>
+Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    constexpr int N = kLanes<T>, R = ORDER / 2;
+    auto low = [](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_low_end, 0, n); };
+    auto high = [&](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_high_begin, low(a, n), n); };
+    Interior b;
+    b.xa = (low(x, g.nx) + R + N - 1) / N * N;
+    b.xb = (high(x, g.nx) - R + 1) / N * N;
+    b.za = low(z, g.nz) + R;
+    b.zb = high(z, g.nz) - R + 1;
+    if (b.xa >= b.xb || b.za >= b.zb) b = Interior{0, 0, 0, 0};
+    return b;
+}
+
+/// One interior block: kStepWarps bands from band `band0`, the segment from
+/// row box.za + seg * kStepRows, of one shot.
 template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kBlockX * kBlockY, 4) update_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
-                                Stored* keep) {
-    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
-    const int stride = g.stride;
-    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
-    const std::size_t o = c + blockIdx.z * g.shot_stride;
-    const T* hx = f.hx + o;
-    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, psi_hx_z in the z strips
-    T h[N + 2 * H];
-    load_row_window<N>(f.hz + o, h);
-    Pack<T, N> up[R], dn[R];
+__device__ __forceinline__ void interior_block(const GridParams<T>& g, const MaterialView<T>& m, const Interior& box,
+                                               const TmFields<T>& in, const TmFields<T>& out, Stored* keep, int band0,
+                                               int seg, int shot_index) {
+    using S = StepShape<T, ORDER>;
+    constexpr int N = S::N, R = S::R, HL = S::HL;
+    const int lane = threadIdx.x & 31;
+    const int band = band0 + threadIdx.x / 32;
+    const int band_c0 = box.xa + band * S::U * N;
+    if (band_c0 >= box.xb) return;  // the whole warp
+    const int c0 = band_c0 + (lane - HL) * N;  // this lane's first column
+    const bool owner = lane >= HL && lane < 32 - HL && c0 < box.xb;
+    // Every load is unconditional. The lanes right of the interior that no
+    // owner needs (a band's last may reach past the row) read the row's last
+    // pack instead; the columns that owners need lie within the stored row.
+    const int c_load = min(c0, g.stride - kMaxHalo - N);
+    const int z0 = box.za + seg * kStepRows, z1 = min(z0 + kStepRows, box.zb);
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c_load;  // (row 0, c) in a coefficient array
+    const std::size_t shot = shot_index * g.shot_stride;
+    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
+    auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
+    auto load_cq = [&](int r) {
+        if (m.cq_uniform == T(0)) return load(m.cq, r);
+        Pack<T, N> v;
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-        up[k] = load_pack<N>(hx + k * stride);
-        dn[k] = load_pack<N>(hx - (k + 1) * stride);
+        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
+        return v;
+    };
+
+    // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
+    auto hx_row = [&](int q, const Pack<T, N>* e) {
+        Pack<T, N> h;
+        const Pack<T, N> old = load(in.hx + shot, q), cq = load_cq(q);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
+            dz *= g.inv_dz;
+            h.v[j] = old.v[j] - cq.v[j] * dz;
+        }
+        if (owner && q >= z0 && q < z1) store_pack(out.hx + shot + at(q), h, N);
+        return h;
+    };
+
+    // prologue: the Hx rows z0-R .. z0+R-2 from the Ey rows z0-2R+1 .. z0+2R-2,
+    // leaving the Ey rows z0 .. z0+2R-2 in the window
+    Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1
+    Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = load(in.ey + shot, z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        ew[2 * R - 1] = load(in.ey + shot, z0 + t);
+        hw[t] = hx_row(z0 - R + t, ew);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
     }
-    Pack<T, N> ey = load_pack<N>(f.ey + o);
-    const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(f.psi_hx_z + o);
-    Pack<Stored, N> kept{};
+    for (int r = z0; r < z1; ++r) {
+        ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
+        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load_cq(r);
+        const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
+        hw[2 * R - 1] = hx_row(r + R - 1, ew);
+        // Hz^{n+1/2} at row r: Dx+[Ey]
+        T e[S::W];
+        lane_window<N, HL>(ew[0], e);
+        Pack<T, N> hz;
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
-        T dx = 0, dz = 0;
+        for (int j = 0; j < N; ++j) {
+            T dx = 0;
 #pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+            for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
+            dx *= g.inv_dx;
+            hz.v[j] = hz_old.v[j] + cq.v[j] * dx;
         }
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = x.b_int[ix] * f.psi_hz_x[o + j] + x.a_int[ix] * dx;
-            f.psi_hz_x[o + j] = psi;
-            dx = dx * x.inv_kappa_int[ix] + psi;
+        // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
+        T h[S::W];
+        lane_window<N, HL>(hz, h);
+        Pack<T, N> ey;
+        Pack<Stored, N> kept{};
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dx = 0, dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                dx += coef<T, ORDER>(k) * (h[HL * N + j + k] - h[HL * N + j - k - 1]);
+                dz += coef<T, ORDER>(k) * (hw[R + k].v[j] - hw[R - 1 - k].v[j]);
+            }
+            dx *= g.inv_dx;
+            dz *= g.inv_dz;
+            // Ey^{n+1} = ca*Ey^n + cb*curlH
+            ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
+            if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
-        if (zp) {
-            const T psi = z.b_int[iz] * pz.v[j] + z.a_int[iz] * dz;
-            pz.v[j] = psi;
-            dz = dz * z.inv_kappa_int[iz] + psi;
+        if (owner) {
+            const std::size_t o = shot + at(r);
+            store_pack(out.hz + o, hz, N);
+            store_pack(out.ey + o, ey, N);
+            if (keep) store_pack(keep + o, kept, N);
         }
-        // Ey^{n+1} = ca*Ey^n + cb*curlH
-        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
-        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) {
+            ew[i] = ew[i + 1];
+            hw[i] = hw[i + 1];
+        }
     }
-    const int n = g.nx - ix0;
-    store_pack(f.ey + o, ey, n);
-    if (zp) store_pack(f.psi_hx_z + o, pz, n);
-    if (keep) store_pack(keep + o, kept, n);
 }
 
+/// Ey += weight * wavelet[shot][m] at source point e (and its kept level).
 template <typename T, typename Stored>
-__global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const double* wavelets, int nt, int m,
-                                      T* ey, Stored* keep) {
-    const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= op.n_source_points) return;
+__device__ __forceinline__ void inject_source_point(const GridParams<T>& g, const SparseOperators& op,
+                                                    const double* wavelets, int nt, int m, T* ey, Stored* keep, int e) {
     const int s = op.source_shot[e];
     const std::size_t o = s * g.shot_stride + op.source_index[e];
     const T v = ey[o] + static_cast<T>(op.source_weight[e] * wavelets[static_cast<std::size_t>(s) * nt + m]);
@@ -239,14 +307,284 @@ __device__ double warp_ordered_dot(int begin, int end, const std::size_t* index,
     return acc;
 }
 
+/// traces[r][m] = receiver row r's sample of `ey`, by one warp.
+template <typename T>
+__device__ __forceinline__ void sample_row(const GridParams<T>& g, const SparseOperators& op, const T* ey,
+                                           double* traces, int nt, int m, int r) {
+    if (r >= op.n_rows) return;
+    const double acc = warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight,
+                                        ey + op.row_shot[r] * g.shot_stride);
+    if ((threadIdx.x & 31) == 0) traces[static_cast<std::size_t>(r) * nt + m] = acc;
+}
+
+/// The node pack (ix0, iz) of frame pack t: the frame's rows above and below
+/// the interior, whole (row by row), then its columns left and right of it
+/// (row by row); false past the frame's last pack.
+template <typename T>
+__device__ __forceinline__ bool frame_nodes(const GridParams<T>& g, const Interior& box, int t, int& ix0, int& iz) {
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N;
+    const int row_part = row_packs * (box.za + g.nz - box.zb);
+    if (t < row_part) {
+        const int r = t / row_packs;
+        ix0 = (t - r * row_packs) * N;
+        iz = r < box.za ? r : box.zb + (r - box.za);
+        return true;
+    }
+    t -= row_part;
+    const int left = box.xa / N, side = left + row_packs - box.xb / N;
+    if (side == 0 || t >= side * (box.zb - box.za)) return false;
+    const int r = t / side, p = t - r * side;
+    iz = box.za + r;
+    ix0 = p < left ? p * N : box.xb + (p - left) * N;
+    return true;
+}
+
+/// The frame's packs (per shot).
+template <typename T>
+int frame_packs(const GridParams<T>& g, const Interior& box) {
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N;
+    return row_packs * (box.za + g.nz - box.zb) + (box.xa / N + row_packs - box.xb / N) * (box.zb - box.za);
+}
+
+/// A CPML memory update's coefficients at a pack of nodes along x (the
+/// profiles are padded to whole packs), or at one row along z.
+template <typename T, int N>
+struct PackProfile {
+    Pack<T, N> b, a, ik;
+};
+template <typename T, int N>
+__device__ __forceinline__ PackProfile<T, N> load_profile(const T* b, const T* a, const T* ik, int ix0) {
+    return {load_pack<N>(b + ix0), load_pack<N>(a + ix0), load_pack<N>(ik + ix0)};
+}
+
+// The frame's nodes, one thread per pack, all loads (the CPML memories and
+// profiles too) issued before the arithmetic: H from `f` into `out`, then E
+// from `f` and the new H of `out` (the interior's H is written by then). The
+// CPML memories are `f`'s, updated in place.
+template <typename T, int ORDER>
+__device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                                             const CpmlAxis<T>& z, const TmFields<T>& f, const TmFields<T>& out,
+                                             int ix0, int iz, int shot) {
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    const int stride = g.stride;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
+    const std::size_t o = c + static_cast<std::size_t>(shot) * g.shot_stride;       // ... of this shot
+    const T* ey = f.ey + o;
+    // loads: Ey around the nodes, old H, cq, the CPML memories and profiles in the strips
+    T e[N + 2 * H];
+    load_row_window<N>(ey, e);
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(ey + (k + 1) * stride);
+        dn[k] = load_pack<N>(ey - k * stride);
+    }
+    Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
+    const Pack<T, N> cq = load_pack<N>(m.cq + c);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> px{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        px = load_pack<N>(f.psi_ey_x + o);
+        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(f.psi_ey_z + o);
+        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
+            px.v[j] = psi;
+            dx = dx * xc.ik.v[j] + psi;
+        }
+        if (zp) {
+            const T psi = zb * pz.v[j] + za * dz;
+            pz.v[j] = psi;
+            dz = dz * zk + psi;
+        }
+        hx.v[j] = hx.v[j] - cq.v[j] * dz;
+        hz.v[j] = hz.v[j] + cq.v[j] * dx;
+    }
+    const int n = g.nx - ix0;
+    store_pack(out.hx + o, hx, n);
+    store_pack(out.hz + o, hz, n);
+    if (xp) store_pack(f.psi_ey_x + o, px, n);
+    if (zp) store_pack(f.psi_ey_z + o, pz, n);
+}
+
+// Programmatic dependent launch (Hopper): the step's two kernels are launched
+// so that each may start while the kernel before it finishes; each waits for
+// that kernel's results (griddepcontrol.wait, a no-op for a plain launch)
+// before it reads anything, and lets the next one launch as soon as all its
+// blocks run (griddepcontrol.launch_dependents).
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+/// Launches kernel<<<grid, block, 0, stream>>>(args...), as a programmatic
+/// dependent launch on GPUs that have it.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+    static const bool pdl = [] {
+        int device = 0, major = 0;
+        GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        return major >= 9;
+    }();
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    GPRFWI_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+/// The launch of a step's H (and the interior's E): the interior's blocks
+/// (blocks_x across the bands times the segments) first, then the frame's H,
+/// kStepWarps * 32 packs a block; the shot in blockIdx.y.
+struct StepLaunch {
+    int blocks_x, interior_blocks, frame_packs, frame_blocks;
+};
+
+template <typename T, int ORDER, typename Stored>
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
+    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    const int b = blockIdx.x;
+    if (b < l.interior_blocks) {
+        const int seg = b / l.blocks_x;
+        interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, (b - seg * l.blocks_x) * kStepWarps, seg,
+                                         blockIdx.y);
+        return;
+    }
+    if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
+        if (blockIdx.y == 0)
+            sample_row(g, samples.op, in.ey, samples.traces, samples.nt, samples.m,
+                       ((b - l.interior_blocks - l.frame_blocks) * blockDim.x + threadIdx.x) / 32);
+        return;
+    }
+    const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
+    int ix0, iz;
+    if (t < l.frame_packs && frame_nodes(g, box, t, ix0, iz)) frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
+}
+
+template <typename T, int ORDER, typename Stored>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
+                   Stored* keep, Interior box, int frame_blocks, StepSources src) {
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only
+        const int e = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
+        if (blockIdx.y == 0 && e < src.op.n_source_points)
+            inject_source_point(g, src.op, src.wavelets, src.nt, src.m, out.ey, keep, e);
+        return;
+    }
+    int ix0, iz;
+    if (!frame_nodes(g, box, blockIdx.x * blockDim.x + threadIdx.x, ix0, iz)) return;
+    const int stride = g.stride;
+    const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
+    const std::size_t o = c + blockIdx.y * g.shot_stride;
+    const T* hx = out.hx + o;  // H^{n+1/2}
+    // loads: Hz around the nodes, Hx above and below, old Ey, ca, cb, the CPML memories and profiles in the strips
+    T h[N + 2 * H];
+    load_row_window<N>(out.hz + o, h);
+    Pack<T, N> up[R], dn[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        up[k] = load_pack<N>(hx + k * stride);
+        dn[k] = load_pack<N>(hx - (k + 1) * stride);
+    }
+    Pack<T, N> ey = load_pack<N>(f.ey + o);
+    const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
+    const bool zp = in_strip(z, iz, g.nz);
+    Pack<T, N> px{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        px = load_pack<N>(f.psi_hz_x + o);
+        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(f.psi_hx_z + o);
+        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
+    }
+    Pack<Stored, N> kept{};
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        // Dx-[Hz], Dz-[Hx] onto the Ey nodes
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
+            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        const int ix = ix0 + j;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
+            px.v[j] = psi;
+            dx = dx * xc.ik.v[j] + psi;
+        }
+        if (zp) {
+            const T psi = zb * pz.v[j] + za * dz;
+            pz.v[j] = psi;
+            dz = dz * zk + psi;
+        }
+        // Ey^{n+1} = ca*Ey^n + cb*curlH
+        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+    }
+    const int n = g.nx - ix0;
+    store_pack(out.ey + o, ey, n);
+    if (xp) store_pack(f.psi_hz_x + o, px, n);
+    if (zp) store_pack(f.psi_hx_z + o, pz, n);
+    if (keep) store_pack(keep + o, kept, n);
+}
+
+template <typename T, typename Stored>
+__global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const double* wavelets, int nt, int m,
+                                      T* ey, Stored* keep) {
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e < op.n_source_points) inject_source_point(g, op, wavelets, nt, m, ey, keep, e);
+}
+
 template <typename T>
 __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, const T* ey, double* traces, int nt,
                                         int m) {
-    const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per receiver row
-    if (r >= op.n_rows) return;
-    const double acc =
-        warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight, ey + op.row_shot[r] * g.shot_stride);
-    if ((threadIdx.x & 31) == 0) traces[static_cast<std::size_t>(r) * nt + m] = acc;
+    sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
 }
 
 template <typename T>
@@ -500,18 +838,43 @@ dim3 node_and_shot_grid(const GridParams<T>& g) {
     return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
 }
 
-template <typename T, int ORDER>
-void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-              const TmFields<T>& f, Stream stream) {
-    update_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+template <typename T, int ORDER, typename Stored>
+void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
+          const StepSamples* samples, Stream stream) {
+    using S = StepShape<T, ORDER>;
+    constexpr int kThreads = kStepWarps * 32;
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    StepLaunch l{0, 0, frame_packs(g, box), 0};
+    l.frame_blocks = blocks_for(l.frame_packs, kThreads);
+    if (box.xb > box.xa) {
+        const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
+        l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
+        l.interior_blocks = l.blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
+    }
+    const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
+    const dim3 grid(l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
+    launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
+                     samples ? *samples : StepSamples{});
+    // the frame's E, and the source term when its points lie in the interior (whose E is done)
+    const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
+    const int frame_blocks = l.frame_blocks;
+    const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
+    if (frame_blocks + inject_blocks > 0) {
+        const dim3 e_grid(frame_blocks + inject_blocks, g.n_shots);
+        launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
+                         box, frame_blocks, merged ? *sources : StepSources{});
+    }
+    if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
 
-template <typename T, int ORDER, typename Stored>
-void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-              const TmFields<T>& f, Stored* keep, Stream stream) {
-    update_e_kernel<T, ORDER, Stored><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, f, keep);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
+    if (off < 0) return false;
+    const std::ptrdiff_t iz = off / g.stride, ix = off % g.stride;
+    return ix >= box.xa && ix < box.xb && iz >= box.za && iz < box.zb;
 }
 
 template <typename T, typename Stored>
@@ -599,12 +962,14 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 }
 
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
-    template void update_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,           \
-                                     const CpmlAxis<T>&, const TmFields<T>&, Stream);                            \
-    template void update_e<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,        \
-                                        const CpmlAxis<T>&, const TmFields<T>&, T*, Stream);                     \
-    template void update_e<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,     \
-                                           const CpmlAxis<T>&, const TmFields<T>&, Bf16*, Stream);               \
+    template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
+                                    const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
+                                    const StepSources*, const StepSamples*, Stream);                                                 \
+    template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
+                                                   std::size_t);                                                         \
+    template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
+                                       const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
+                                       const StepSources*, const StepSamples*, Stream);                                                     \
     template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
     template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \

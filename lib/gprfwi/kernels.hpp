@@ -53,6 +53,9 @@ struct MaterialView {
     const T* ca;
     const T* cb;
     const T* cq;
+    /// Non-zero when every node's cq has this value (a non-magnetic model):
+    /// the CUDA step's interior then reads no cq.
+    T cq_uniform = 0;
 };
 
 /// CPML profile along one axis, as in CpmlAxisProfile.
@@ -172,14 +175,41 @@ namespace cuda {
 /// cudaStream_t without including the CUDA headers.
 using Stream = struct CUstream_st*;
 
-template <typename T, int ORDER>
-void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-              const CpmlAxis<T>& z, const TmFields<T>& f, Stream stream);
+/// A forward step's source term, inject_sources' arguments. `interior`: every
+/// source point lies in the step's interior (step_interior_contains), so that
+/// step may add the term in its last launch instead of one of its own.
+struct StepSources {
+    SparseOperators op;
+    const double* wavelets;
+    int nt;
+    int m;
+    bool interior;
+};
 
-/// As cpu::update_e; also writes Ey^{n+1} to `keep` (a kept level) when non-null.
+/// Receiver samples taken by a step, beside its own work, of the Ey it reads
+/// (the previous step's result): sample_receivers' arguments.
+struct StepSamples {
+    SparseOperators op;
+    double* traces;
+    int nt;
+    int m;
+};
+
+/// cpu::update_h then cpu::update_e, then the source term when `sources` is
+/// non-null, reading Ey, Hx and Hz from `in` and writing them to `out` (the
+/// CPML memories, which must be the same arrays in both, are updated in
+/// place); also writes Ey^{n+1} to `keep` (a kept level) when non-null, and
+/// samples `in.ey` into the traces when `samples` is non-null.
 template <typename T, int ORDER, typename Stored>
-void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-              const CpmlAxis<T>& z, const TmFields<T>& f, Stored* keep, Stream stream);
+void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+          const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
+          const StepSamples* samples, Stream stream);
+
+/// Whether the node at storage index `index` (of a shot) lies in the
+/// interior of step<T, ORDER>: the nodes updated in its first launch, whose
+/// stencils reach no CPML node.
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
 /// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too.
 template <typename T, typename Stored>
