@@ -428,11 +428,13 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
     if (zp) store_pack(f.psi_ey_z + o, pz, n);
 }
 
-// Programmatic dependent launch (Hopper): the step's two kernels are launched
-// so that each may start while the kernel before it finishes; each waits for
-// that kernel's results (griddepcontrol.wait, a no-op for a plain launch)
-// before it reads anything, and lets the next one launch as soon as all its
-// blocks run (griddepcontrol.launch_dependents).
+// Programmatic dependent launch (Hopper): the forward step's two kernels and
+// the adjoint step's six are launched so that each may start while the
+// kernel before it finishes; each waits for that kernel's results
+// (griddepcontrol.wait, a no-op for a plain launch) before it reads
+// anything, and then lets the next one launch as soon as all its blocks run
+// (griddepcontrol.launch_dependents): the next kernel's wait then also
+// covers every kernel before.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -590,6 +592,8 @@ __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, con
 template <typename T>
 __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
                                       int m, T* lam) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= op.n_nodes) return;
     T& v = lam[op.node_shot[j] * g.shot_stride + op.node_index[j]];
@@ -602,6 +606,8 @@ __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const
 template <typename T>
 __global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, const T* lam, double* grad, int nt,
                                        int m) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     const int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per shot
     if (s >= op.n_shots) return;
     const double acc = warp_ordered_dot(op.shot_source_begin[s], op.shot_source_begin[s + 1], op.source_index,
@@ -614,6 +620,8 @@ __global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, cons
 /// it keeps in registers (no per-shot accumulators, no atomics).
 template <typename T, typename Stored>
 __global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey, ImagingView<T, Stored> img) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     constexpr int N = kLanes<T>;
     int ix0, iz;
     if (!thread_nodes(g, ix0, iz)) return;
@@ -658,6 +666,8 @@ __global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey,
 template <typename T>
 __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
                                          TmFields<T> adj, AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     constexpr int N = kLanes<T>;
     int ix0, iz;
     if (!thread_nodes(g, ix0, iz)) return;
@@ -697,6 +707,8 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
 template <typename T, int ORDER>
 __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> adj,
                                  AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     int ix0, iz;
     if (!thread_nodes(g, ix0, iz)) return;
@@ -755,6 +767,8 @@ __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T>
 
 template <typename T, int ORDER>
 __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     int ix0, iz;
     if (!thread_nodes(g, ix0, iz)) return;
@@ -898,42 +912,42 @@ template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source, int nt,
                             int m, T* lam, Stream stream) {
     if (op.n_nodes == 0) return;
-    inject_adjoint_kernel<T><<<blocks_for(op.n_nodes, 128), 128, 0, stream>>>(g, op, adjoint_source, nt, m, lam);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(inject_adjoint_kernel<T>, blocks_for(op.n_nodes, 128), 128, stream, g, op, adjoint_source, nt, m,
+                     lam);
 }
 
 template <typename T>
 void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lam, double* grad, int nt, int m,
                      Stream stream) {
-    source_gradient_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_shots) * 32, 128), 128, 0, stream>>>(g, op, lam, grad, nt, m);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(source_gradient_kernel<T>, blocks_for(static_cast<std::size_t>(op.n_shots) * 32, 128), 128, stream,
+                     g, op, lam, grad, nt, m);
 }
 
 template <typename T, typename Stored>
 void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, Stream stream) {
     const dim3 grid = node_and_shot_grid(g);
-    imaging_kernel<T, Stored><<<dim3(grid.x, grid.y, 1), dim3(kBlockX, kBlockY), 0, stream>>>(g, lambda_ey, img);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(imaging_kernel<T, Stored>, dim3(grid.x, grid.y, 1), dim3(kBlockX, kBlockY), stream, g, lambda_ey,
+                     img);
 }
 
 template <typename T>
 void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                        const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    adjoint_e_prepare_kernel<T><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(adjoint_e_prepare_kernel<T>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, m, x, z, adj,
+                     s);
 }
 
 template <typename T, int ORDER>
 void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    adjoint_h_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, m, x, z, adj, s);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(adjoint_h_kernel<T, ORDER>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, m, x, z, adj,
+                     s);
 }
 
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    adjoint_e_finish_kernel<T, ORDER><<<node_and_shot_grid(g), dim3(kBlockX, kBlockY), 0, stream>>>(g, adj, s);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    launch_dependent(adjoint_e_finish_kernel<T, ORDER>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, adj,
+                     s);
 }
 
 template <typename T, typename Stored>
