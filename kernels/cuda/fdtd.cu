@@ -818,9 +818,20 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
     const int n = g.nx - ix0;
     const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
     Pack<T, N> lam = load_pack<N>(adj.ey + o);
+    // the CPML memories and profiles in the strips, loaded with the rest (as in frame_h_pack)
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(adj.psi_hx_z + o);
+    Pack<T, N> mxp{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        mxp = load_pack<N>(adj.psi_hz_x + o);
+        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(adj.psi_hx_z + o);
+        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
+    }
     Pack<T, N> qx, qz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -828,18 +839,19 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
         qx.v[j] = t;
         qz.v[j] = -t;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = adj.psi_hz_x[o + j] + t;
-            qx.v[j] = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
-            adj.psi_hz_x[o + j] = x.b_int[ix] * mx;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = mxp.v[j] + t;
+            qx.v[j] = t * xc.ik.v[j] + xc.a.v[j] * mx;
+            mxp.v[j] = xc.b.v[j] * mx;
         }
         if (zp) {
             const T mz = pz.v[j] - t;
-            qz.v[j] = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
-            pz.v[j] = z.b_int[iz] * mz;
+            qz.v[j] = -t * zk + za * mz;
+            pz.v[j] = zb * mz;
         }
         lam.v[j] = ca.v[j] * lam.v[j];
     }
+    if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
     if (zp) store_pack(adj.psi_hx_z + o, pz, n);
     store_pack(sc.q_x + o, qx, n);
     store_pack(sc.q_z + o, qz, n);
@@ -866,9 +878,19 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
     }
     Pack<T, N> lhz = load_pack<N>(adj.hz + o), lhx = load_pack<N>(adj.hx + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + i);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pzm{};
-    if (zp) pzm = load_pack<N>(adj.psi_ey_z + o);
+    Pack<T, N> mxp{}, pzm{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        mxp = load_pack<N>(adj.psi_ey_x + o);
+        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
+    }
+    if (zp) {
+        pzm = load_pack<N>(adj.psi_ey_z + o);
+        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
+    }
     Pack<T, N> px, pz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -886,17 +908,18 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
         px.v[j] = sx;
         pz.v[j] = sz;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = adj.psi_ey_x[o + j] + sx;
-            px.v[j] = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
-            adj.psi_ey_x[o + j] = x.b_half[ix] * mx;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = mxp.v[j] + sx;
+            px.v[j] = sx * xc.ik.v[j] + xc.a.v[j] * mx;
+            mxp.v[j] = xc.b.v[j] * mx;
         }
         if (zp) {
             const T mz = pzm.v[j] + sz;
-            pz.v[j] = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
-            pzm.v[j] = z.b_half[iz] * mz;
+            pz.v[j] = sz * zk + za * mz;
+            pzm.v[j] = zb * mz;
         }
     }
+    if (xp) store_pack(adj.psi_ey_x + o, mxp, n);
     if (frame) {
         store_pack(out.hz + o, lhz, n);
         store_pack(out.hx + o, lhx, n);
