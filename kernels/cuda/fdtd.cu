@@ -14,7 +14,9 @@
 // Memory traffic per cell-step (float): the forward step reads Ey, Hx, Hz
 // and writes them (24 B) plus ca, cb (and cq in a magnetic model) once for
 // all shots, the CPML memories in the frame, and a kept level's store; the
-// adjoint's three passes are node kernels that read their neighbours.
+// adjoint step likewise its three lambdas (q and p stay in registers except
+// near the CPML), and the imaging condition lambda_ey, two kept levels and
+// the per-node accumulators.
 
 #include <cuda_runtime.h>
 
