@@ -31,7 +31,7 @@ bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | 
 } 2>&1 | tee "$out/bench.log"
 if [ $profile = 1 ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  "$ncu" --clock-control none -k regex:"step_kernel|frame_e|imaging|adjoint_(h|e_prepare|e_finish)_kernel|source_gradient|inject" \
+  "$ncu" --clock-control none -k regex:"step_kernel|frame_|imaging|source_gradient|inject" \
     --launch-skip 60 --launch-count 10 --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section SchedulerStats \
     "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 30 --repeats 1 --mode gradient \

@@ -282,10 +282,18 @@ public:
         for (const auto& shot : r_internal)
             for (const auto& trace : shot) flat.insert(flat.end(), trace.begin(), trace.end());
         GPRFWI_CUDA_CHECK(cudaMemcpy(traces_.get(), flat.data(), flat.size() * sizeof(double), cudaMemcpyHostToDevice));
-        const auto adj = adjoint_->view();
+        int adj_cur = 0;  // the adjoint buffer holding the current step
+        auto adjoint_buffer = [&](int b) {
+            k::TmFields<T> f = adjoint_[0]->view();  // the CPML memories, updated in place: one copy
+            f.ey = adjoint_[b]->ey.get();
+            f.hx = adjoint_[b]->hx.get();
+            f.hz = adjoint_[b]->hz.get();
+            return f;
+        };
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
         const auto x = x_->view(), z = z_->view();
-        adjoint_->zero(stream_);
+        adjoint_[0]->zero(stream_);
+        adjoint_[1]->zero(stream_);
         for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
         g_prev_.zero(stream_);
         g_next_.zero(stream_);
@@ -295,16 +303,16 @@ public:
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
         auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
             // transpose of the receiver sampling, then of the source term
+            const k::TmFields<T> adj = adjoint_buffer(adj_cur), next_adj = adjoint_buffer(1 - adj_cur);
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
             if (prev || next) k::cuda::imaging_condition<T, Stored>(g_, adj.ey, img, stream_);
-            k::cuda::adjoint_e_prepare<T>(g_, materials(), x, z, adj, scratch, stream_);
-            k::cuda::adjoint_h<T, ORDER>(g_, materials(), x, z, adj, scratch, stream_);
-            k::cuda::adjoint_e_finish<T, ORDER>(g_, adj, scratch, stream_);
-            if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
+            k::cuda::adjoint_step<T, ORDER>(g_, materials(), x, z, adj, next_adj, scratch, stream_);
+            adj_cur = 1 - adj_cur;
+            if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
         if (s_.binomial_slots) {
@@ -550,7 +558,7 @@ private:
         std::size_t b = 3 * cells * sizeof(T) + 10 * n * sizeof(T) +
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
-        b += 11 * n * sizeof(T) + 3 * cells * sizeof(double);
+        b += 14 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 3), q, p
         if (const int slots = s_.binomial_slots)
             b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
         else if (const int c = s_.checkpoint_steps)
@@ -581,7 +589,7 @@ private:
     }
 
     void allocate(bool gradient) {
-        if (fields_[0] && (!gradient || adjoint_)) return;
+        if (fields_[0] && (!gradient || adjoint_[0])) return;
         check_memory(gradient);
         std::size_t bytes = 0;
         if (!fields_[0]) {
@@ -604,7 +612,8 @@ private:
         }
         if (gradient) {
             const std::size_t n = batch_size();
-            adjoint_.emplace(n, bytes);
+            adjoint_[0].emplace(n, bytes);
+            adjoint_[1].emplace(n, bytes, false);
             q_x_ = DeviceArray<T>(n, bytes);
             q_z_ = DeviceArray<T>(n, bytes);
             p_x_ = DeviceArray<T>(n, bytes);
@@ -696,7 +705,7 @@ private:
     std::optional<DeviceAxis<T>> x_, z_;
     std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                                       // ... the one holding the current step
-    std::optional<DeviceFields<T>> adjoint_;
+    std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;

@@ -14,7 +14,9 @@
 // Memory traffic per cell-step (float): the forward step reads Ey, Hx, Hz
 // and writes them (24 B) plus ca, cb (and cq in a magnetic model) once for
 // all shots, the CPML memories in the frame, and a kept level's store; the
-// adjoint's three passes are node kernels that read their neighbours.
+// adjoint step likewise its three lambdas (q and p stay in registers except
+// near the CPML), and the imaging condition lambda_ey, two kept levels and
+// the per-node accumulators.
 
 #include <cuda_runtime.h>
 
@@ -153,18 +155,37 @@ struct Interior {
     int xa, xb, za, zb;
 };
 
-template <typename T, int ORDER>
-Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
-    constexpr int N = kLanes<T>, R = ORDER / 2;
+/// The nodes at least `before` nodes after the low CPML strips and `after`
+/// before the high ones (x rounded inwards to whole packs).
+template <typename T>
+Interior interior_box(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, int before, int after) {
+    constexpr int N = kLanes<T>;
     auto low = [](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_low_end, 0, n); };
     auto high = [&](const CpmlAxis<T>& a, int n) { return std::clamp(a.strip_high_begin, low(a, n), n); };
     Interior b;
-    b.xa = (low(x, g.nx) + R + N - 1) / N * N;
-    b.xb = (high(x, g.nx) - R + 1) / N * N;
-    b.za = low(z, g.nz) + R;
-    b.zb = high(z, g.nz) - R + 1;
+    b.xa = (low(x, g.nx) + before + N - 1) / N * N;
+    b.xb = (high(x, g.nx) - after) / N * N;
+    b.za = low(z, g.nz) + before;
+    b.zb = high(z, g.nz) - after;
     if (b.xa >= b.xb || b.za >= b.zb) b = Interior{0, 0, 0, 0};
     return b;
+}
+
+/// `b` without its outer `dx` columns (rounded up to whole packs) and `dz` rows.
+template <typename T>
+Interior shrink(Interior b, int dx, int dz) {
+    constexpr int N = kLanes<T>;
+    dx = (dx + N - 1) / N * N;
+    b = Interior{b.xa + dx, b.xb - dx, b.za + dz, b.zb - dz};
+    if (b.xa >= b.xb || b.za >= b.zb) b = Interior{0, 0, 0, 0};
+    return b;
+}
+
+/// The forward step's interior: Ey at ix reads Hz at ix-R .. ix+R-1 (and Hx
+/// in the rows alike), which must be free of CPML terms.
+template <typename T, int ORDER>
+Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    return interior_box(g, x, z, ORDER / 2, ORDER / 2 - 1);
 }
 
 /// One interior block: kStepWarps bands from band `band0`, the segment from
@@ -273,6 +294,130 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
         for (int i = 0; i < 2 * R - 1; ++i) {
             ew[i] = ew[i + 1];
             hw[i] = hw[i + 1];
+        }
+    }
+}
+
+/// The adjoint step's interior: lambda_ey at ix reads p_x at ix-R .. ix+R-1,
+/// each from lambda_hz reading q_x at R more columns each way (and the rows
+/// alike); q and p carry CPML terms in the strips.
+template <typename T, int ORDER>
+Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    return interior_box(g, x, z, ORDER - 1, ORDER - 1);
+}
+
+/// One block of the adjoint step's interior, marched like interior_block:
+/// pass 1 (t = cb*lambda_ey, q_x = t, q_z = -t, lambda_ey *= ca), pass 2
+/// (lambda_h -= D+[q], p = +-cq*lambda_h) and pass 3 (lambda_ey -= D-[p]) of
+/// cpu::adjoint_e_prepare, adjoint_h, adjoint_e_finish, with the same
+/// operations in the same order, q and p in registers: at row r it holds the
+/// q_z rows r .. r+2R-1, computes lambda_hx and p_z one row ahead (r+R-1),
+/// lambda_hz and p_x at r (q_x = -q_z of the lanes around) and lambda_ey at r.
+template <typename T, int ORDER>
+__device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, const MaterialView<T>& m,
+                                                       const Interior& box, const TmFields<T>& in,
+                                                       const TmFields<T>& out, int band0, int seg, int shot_index) {
+    using S = StepShape<T, ORDER>;
+    constexpr int N = S::N, R = S::R, HL = S::HL;
+    const int lane = threadIdx.x & 31;
+    const int band = band0 + threadIdx.x / 32;
+    const int band_c0 = box.xa + band * S::U * N;
+    if (band_c0 >= box.xb) return;  // the whole warp
+    const int c0 = band_c0 + (lane - HL) * N;
+    const bool owner = lane >= HL && lane < 32 - HL && c0 < box.xb;
+    const int c_load = min(c0, g.stride - kMaxHalo - N);  // as in interior_block
+    const int z0 = box.za + seg * kStepRows, z1 = min(z0 + kStepRows, box.zb);
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c_load;
+    const std::size_t shot = shot_index * g.shot_stride;
+    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
+    auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
+    auto load_cq = [&](int r) {
+        if (m.cq_uniform == T(0)) return load(m.cq, r);
+        Pack<T, N> v;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
+        return v;
+    };
+    // q_z = -(cb * lambda_ey) at row r
+    auto qz_row = [&](int r) {
+        const Pack<T, N> lam = load(in.ey + shot, r), cb = load(m.cb, r);
+        Pack<T, N> v;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v.v[j] = -(cb.v[j] * lam.v[j]);
+        return v;
+    };
+    // lambda_hx at row q from the q_z rows q-R+1 .. q+R (w[0 .. 2R-1]), stored
+    // when the row is this warp's; returns p_z = -cq * lambda_hx
+    auto hx_row = [&](int q, const Pack<T, N>* w) {
+        const Pack<T, N> old = load(in.hx + shot, q), cq = load_cq(q);
+        Pack<T, N> lhx, pz;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (w[R + k].v[j] - w[R - 1 - k].v[j]);
+            lhx.v[j] = old.v[j] - dz * g.inv_dz;
+            pz.v[j] = -cq.v[j] * lhx.v[j];
+        }
+        if (owner && q >= z0 && q < z1) store_pack(out.hx + shot + at(q), lhx, N);
+        return pz;
+    };
+
+    Pack<T, N> qw[2 * R];  // q_z rows r .. r+2R-1
+    Pack<T, N> pw[2 * R];  // p_z rows r-R .. r+R-1
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        qw[2 * R - 1] = qz_row(z0 + t);
+        pw[t] = hx_row(z0 - R + t, qw);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qw[i + 1];
+    }
+    for (int r = z0; r < z1; ++r) {
+        qw[2 * R - 1] = qz_row(r + 2 * R - 1);
+        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load_cq(r);
+        const Pack<T, N> ca = load(m.ca, r), lam = load(in.ey + shot, r);
+        pw[2 * R - 1] = hx_row(r + R - 1, qw);
+        // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z; p_x = cq * lambda_hz
+        Pack<T, N> qx;
+#pragma unroll
+        for (int j = 0; j < N; ++j) qx.v[j] = -qw[0].v[j];
+        T q[S::W];
+        lane_window<N, HL>(qx, q);
+        Pack<T, N> lhz, px;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dx = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (q[HL * N + j + k + 1] - q[HL * N + j - k]);
+            lhz.v[j] = hz_old.v[j] - dx * g.inv_dx;
+            px.v[j] = cq.v[j] * lhz.v[j];
+        }
+        // lambda_ey at row r: ca * lambda_ey - (Dx-[p_x] + Dz-[p_z])
+        T p[S::W];
+        lane_window<N, HL>(px, p);
+        Pack<T, N> ey;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dx = 0, dz = 0;
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                dx += coef<T, ORDER>(k) * (p[HL * N + j + k] - p[HL * N + j - k - 1]);
+                dz += coef<T, ORDER>(k) * (pw[R + k].v[j] - pw[R - 1 - k].v[j]);
+            }
+            const T lam1 = ca.v[j] * lam.v[j];
+            ey.v[j] = lam1 - (dx * g.inv_dx + dz * g.inv_dz);
+        }
+        if (owner) {
+            const std::size_t o = shot + at(r);
+            store_pack(out.hz + o, lhz, N);
+            store_pack(out.ey + o, ey, N);
+        }
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) {
+            qw[i] = qw[i + 1];
+            pw[i] = pw[i + 1];
         }
     }
 }
@@ -664,21 +809,31 @@ __global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey,
 }
 
 template <typename T>
-__global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
-                                         TmFields<T> adj, AdjointScratch<T> sc) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
+__device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, const MaterialView<T>& m,
+                                                       const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                                                       const TmFields<T>& adj, const TmFields<T>& out,
+                                                       const AdjointScratch<T>& sc, int ix0, int iz, int shot,
+                                                       bool frame) {
     constexpr int N = kLanes<T>;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
-    const std::size_t o = i + blockIdx.z * g.shot_stride;
+    const std::size_t o = i + static_cast<std::size_t>(shot) * g.shot_stride;
     const int n = g.nx - ix0;
     const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
     Pack<T, N> lam = load_pack<N>(adj.ey + o);
+    // the CPML memories and profiles in the strips, loaded with the rest (as in frame_h_pack)
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pz{};
-    if (zp) pz = load_pack<N>(adj.psi_hx_z + o);
+    Pack<T, N> mxp{}, pz{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        mxp = load_pack<N>(adj.psi_hz_x + o);
+        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
+    }
+    if (zp) {
+        pz = load_pack<N>(adj.psi_hx_z + o);
+        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
+    }
     Pack<T, N> qx, qz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -686,35 +841,33 @@ __global__ void adjoint_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, Cpm
         qx.v[j] = t;
         qz.v[j] = -t;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = adj.psi_hz_x[o + j] + t;
-            qx.v[j] = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
-            adj.psi_hz_x[o + j] = x.b_int[ix] * mx;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = mxp.v[j] + t;
+            qx.v[j] = t * xc.ik.v[j] + xc.a.v[j] * mx;
+            mxp.v[j] = xc.b.v[j] * mx;
         }
         if (zp) {
             const T mz = pz.v[j] - t;
-            qz.v[j] = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
-            pz.v[j] = z.b_int[iz] * mz;
+            qz.v[j] = -t * zk + za * mz;
+            pz.v[j] = zb * mz;
         }
         lam.v[j] = ca.v[j] * lam.v[j];
     }
+    if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
     if (zp) store_pack(adj.psi_hx_z + o, pz, n);
     store_pack(sc.q_x + o, qx, n);
     store_pack(sc.q_z + o, qz, n);
-    store_pack(adj.ey + o, lam, n);
+    if (frame) store_pack(out.ey + o, lam, n);
 }
 
 template <typename T, int ORDER>
-__global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> adj,
-                                 AdjointScratch<T> sc) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
+__device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                                               const CpmlAxis<T>& z, const TmFields<T>& adj, const TmFields<T>& out,
+                                               const AdjointScratch<T>& sc, int ix0, int iz, int shot, bool frame) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
-    const std::size_t o = i + blockIdx.z * g.shot_stride;
+    const std::size_t o = i + static_cast<std::size_t>(shot) * g.shot_stride;
     const int n = g.nx - ix0;
     T q[N + 2 * H];
     load_row_window<N>(sc.q_x + o, q);
@@ -727,9 +880,19 @@ __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T>
     }
     Pack<T, N> lhz = load_pack<N>(adj.hz + o), lhx = load_pack<N>(adj.hx + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + i);
+    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
     const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> pzm{};
-    if (zp) pzm = load_pack<N>(adj.psi_ey_z + o);
+    Pack<T, N> mxp{}, pzm{};
+    PackProfile<T, N> xc{};
+    T zb = 0, za = 0, zk = 0;
+    if (xp) {
+        mxp = load_pack<N>(adj.psi_ey_x + o);
+        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
+    }
+    if (zp) {
+        pzm = load_pack<N>(adj.psi_ey_z + o);
+        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
+    }
     Pack<T, N> px, pz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -747,34 +910,34 @@ __global__ void adjoint_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T>
         px.v[j] = sx;
         pz.v[j] = sz;
         const int ix = ix0 + j;
-        if (ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = adj.psi_ey_x[o + j] + sx;
-            px.v[j] = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
-            adj.psi_ey_x[o + j] = x.b_half[ix] * mx;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
+            const T mx = mxp.v[j] + sx;
+            px.v[j] = sx * xc.ik.v[j] + xc.a.v[j] * mx;
+            mxp.v[j] = xc.b.v[j] * mx;
         }
         if (zp) {
             const T mz = pzm.v[j] + sz;
-            pz.v[j] = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
-            pzm.v[j] = z.b_half[iz] * mz;
+            pz.v[j] = sz * zk + za * mz;
+            pzm.v[j] = zb * mz;
         }
     }
-    store_pack(adj.hz + o, lhz, n);
-    store_pack(adj.hx + o, lhx, n);
+    if (xp) store_pack(adj.psi_ey_x + o, mxp, n);
+    if (frame) {
+        store_pack(out.hz + o, lhz, n);
+        store_pack(out.hx + o, lhx, n);
+    }
     if (zp) store_pack(adj.psi_ey_z + o, pzm, n);
     store_pack(sc.p_x + o, px, n);
     store_pack(sc.p_z + o, pz, n);
 }
 
 template <typename T, int ORDER>
-__global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, AdjointScratch<T> sc) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
+__device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, const TmFields<T>& adj,
+                                                      const AdjointScratch<T>& sc, int ix0, int iz, int shot) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
-    const std::size_t o = i + blockIdx.z * g.shot_stride;
+    const std::size_t o = i + static_cast<std::size_t>(shot) * g.shot_stride;
     T p[N + 2 * H];
     load_row_window<N>(sc.p_x + o, p);
     const T* pz_ = sc.p_z + o;
@@ -797,6 +960,61 @@ __global__ void adjoint_e_finish_kernel(GridParams<T> g, TmFields<T> adj, Adjoin
         lam.v[j] -= dx * g.inv_dx + dz * g.inv_dz;
     }
     store_pack(adj.ey + o, lam, g.nx - ix0);
+}
+
+// The adjoint step in three launches: the interior's blocks and pass 1 over
+// the frame; pass 2 over the frame; pass 3 over the frame. The frame's passes
+// are the node kernels (one thread per pack) with q and p in the scratch
+// arrays; the interior keeps them in registers and never writes them, so
+// pass 1 also writes q (only) over a ring of interior nodes 2R wide and pass
+// 2 p (only) over a ring R wide: what the frame's passes 2 and 3 read there.
+struct AdjointLaunch {
+    Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
+    int blocks_x, interior_blocks, packs1, packs2, packs3;
+};
+
+__device__ __forceinline__ bool inside(const Interior& b, int ix0, int iz) {
+    return ix0 >= b.xa && ix0 < b.xb && iz >= b.za && iz < b.zb;
+}
+
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
+    adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
+                        TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    const int b = blockIdx.x;
+    if (b < l.interior_blocks) {
+        const int seg = b / l.blocks_x;
+        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, (b - seg * l.blocks_x) * kStepWarps, seg, blockIdx.y);
+        return;
+    }
+    const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
+    int ix0, iz;
+    if (t < l.packs1 && frame_nodes(g, l.ring1, t, ix0, iz))
+        adjoint_e_prepare_pack<T>(g, m, x, z, in, out, sc, ix0, iz, blockIdx.y, !inside(l.box, ix0, iz));
+}
+
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    adjoint_frame_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
+                           TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    int ix0, iz;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < l.packs2 && frame_nodes(g, l.ring2, t, ix0, iz))
+        adjoint_h_pack<T, ORDER>(g, m, x, z, in, out, sc, ix0, iz, blockIdx.y, !inside(l.box, ix0, iz));
+}
+
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    adjoint_frame_e_kernel(GridParams<T> g, AdjointLaunch l, TmFields<T> out, AdjointScratch<T> sc) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    int ix0, iz;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y);
 }
 
 template <typename T, typename Stored>
@@ -930,24 +1148,32 @@ void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const Imaging
                      img);
 }
 
-template <typename T>
-void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                       const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    launch_dependent(adjoint_e_prepare_kernel<T>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, m, x, z, adj,
-                     s);
-}
-
 template <typename T, int ORDER>
-void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-               const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    launch_dependent(adjoint_h_kernel<T, ORDER>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, m, x, z, adj,
-                     s);
-}
-
-template <typename T, int ORDER>
-void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream) {
-    launch_dependent(adjoint_e_finish_kernel<T, ORDER>, node_and_shot_grid(g), dim3(kBlockX, kBlockY), stream, g, adj,
-                     s);
+void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream) {
+    using S = StepShape<T, ORDER>;
+    constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
+    AdjointLaunch l{};
+    l.box = adjoint_interior<T, ORDER>(g, x, z);
+    constexpr int N = kLanes<T>;
+    l.ring2 = shrink<T>(l.box, R, R);                          // pass 2 gives p to R nodes (whole packs) inside
+    l.ring1 = shrink<T>(l.box, (R + N - 1) / N * N + R, 2 * R);  // pass 1 q to those nodes' stencils
+    l.packs1 = frame_packs(g, l.ring1);
+    l.packs2 = frame_packs(g, l.ring2);
+    l.packs3 = frame_packs(g, l.box);
+    if (l.box.xb > l.box.xa) {
+        const int bands = (l.box.xb - l.box.xa + S::U * S::N - 1) / (S::U * S::N);
+        l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
+        l.interior_blocks = l.blocks_x * ((l.box.zb - l.box.za + kStepRows - 1) / kStepRows);
+    }
+    launch_dependent(adjoint_step_kernel<T, ORDER>, dim3(l.interior_blocks + blocks_for(l.packs1, kThreads), g.n_shots),
+                     dim3(kThreads), stream, g, m, x, z, l, in, out, s);
+    if (l.packs2)
+        launch_dependent(adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
+                         dim3(kThreads), stream, g, m, x, z, l, in, out, s);
+    if (l.packs3)
+        launch_dependent(adjoint_frame_e_kernel<T, ORDER>, dim3(blocks_for(l.packs3, kThreads), g.n_shots),
+                         dim3(kThreads), stream, g, l, out, s);
 }
 
 template <typename T, typename Stored>
@@ -984,10 +1210,9 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, Stream);                                                     \
-    template void adjoint_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
-                                      const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream); \
-    template void adjoint_e_finish<T, ORDER>(const GridParams<T>&, const TmFields<T>&, const AdjointScratch<T>&, \
-                                             Stream);
+    template void adjoint_step<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,       \
+                                         const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,               \
+                                         const AdjointScratch<T>&, Stream);
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \
     GPRFWI_INSTANTIATE_ORDER(T, 2) GPRFWI_INSTANTIATE_ORDER(T, 4) GPRFWI_INSTANTIATE_ORDER(T, 6)                   \
     GPRFWI_INSTANTIATE_ORDER(T, 8)                                                                                  \
@@ -1004,8 +1229,6 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template void imaging_condition<T, T>(const GridParams<T>&, const T*, const ImagingView<T, T>&, Stream);       \
     template void imaging_condition<T, Bf16>(const GridParams<T>&, const T*, const ImagingView<T, Bf16>&, Stream); \
     template void imaging_condition<T, Fp8>(const GridParams<T>&, const T*, const ImagingView<T, Fp8>&, Stream);   \
-    template void adjoint_e_prepare<T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
-                                       const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, Stream);  \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \

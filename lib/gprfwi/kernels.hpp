@@ -235,17 +235,13 @@ template <typename T, typename Stored>
 void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img,
                        Stream stream);
 
-template <typename T>
-void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream);
-
+/// cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish, reading lambda_ey,
+/// lambda_hx, lambda_hz from `in` and writing them to `out` (the CPML
+/// memories, the same arrays in both, in place); `s` (q and p) is used near
+/// the CPML only.
 template <typename T, int ORDER>
-void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-               const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s, Stream stream);
-
-template <typename T, int ORDER>
-void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s,
-                      Stream stream);
+void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
