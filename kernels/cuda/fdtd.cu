@@ -188,6 +188,49 @@ Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     return interior_box(g, x, z, ORDER / 2, ORDER / 2 - 1);
 }
 
+/// A warp's place in a marching kernel (interior_block,
+/// adjoint_interior_block): its band of columns from band0's (each lane N
+/// of them, the HL lanes at each edge only neighbours), its segment of rows,
+/// its shot, and whole-pack loads of a row at its lane's columns.
+template <typename T, int ORDER>
+struct MarchingWarp {
+    static constexpr int N = kLanes<T>;
+    bool active = false;  // false: the band lies right of the interior (the warp has nothing to do)
+    bool owner = false;   // this lane stores its columns
+    int z0 = 0, z1 = 0, stride = 0;
+    std::ptrdiff_t col = 0;  // storage index of (row 0, this lane's first column)
+    std::size_t shot = 0;    // offset of the shot's fields
+
+    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int band0, int seg,
+                                            int shot_index) {
+        using S = StepShape<T, ORDER>;
+        const int lane = threadIdx.x & 31;
+        const int band_c0 = box.xa + (band0 + static_cast<int>(threadIdx.x) / 32) * S::U * N;
+        active = band_c0 < box.xb;
+        const int c0 = band_c0 + (lane - S::HL) * N;  // this lane's first column
+        owner = lane >= S::HL && lane < 32 - S::HL && c0 < box.xb;
+        // Every load is unconditional. The lanes right of the interior that no
+        // owner needs (a band's last may reach past the row) read the row's last
+        // pack instead; the columns that owners need lie within the stored row.
+        col = static_cast<std::ptrdiff_t>(g.origin) + min(c0, g.stride - kMaxHalo - N);
+        z0 = box.za + seg * kStepRows;
+        z1 = min(z0 + kStepRows, box.zb);
+        stride = g.stride;
+        shot = shot_index * g.shot_stride;
+    }
+    /// Storage index of row r at this lane's columns (of a coefficient array; add `shot` for a field).
+    __device__ __forceinline__ std::ptrdiff_t at(int r) const { return col + static_cast<std::ptrdiff_t>(r) * stride; }
+    __device__ __forceinline__ Pack<T, N> load(const T* a, int r) const { return load_pack<N>(a + at(r)); }
+    /// cq at row r: a non-magnetic model's one value (MaterialView::cq_uniform), else the array's.
+    __device__ __forceinline__ Pack<T, N> load_cq(const MaterialView<T>& m, int r) const {
+        if (m.cq_uniform == T(0)) return load(m.cq, r);
+        Pack<T, N> v;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
+        return v;
+    }
+};
+
 /// One interior block: kStepWarps bands from band `band0`, the segment from
 /// row box.za + seg * kStepRows, of one shot.
 template <typename T, int ORDER, typename Stored>
@@ -196,28 +239,14 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
                                                int seg, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const int lane = threadIdx.x & 31;
-    const int band = band0 + threadIdx.x / 32;
-    const int band_c0 = box.xa + band * S::U * N;
-    if (band_c0 >= box.xb) return;  // the whole warp
-    const int c0 = band_c0 + (lane - HL) * N;  // this lane's first column
-    const bool owner = lane >= HL && lane < 32 - HL && c0 < box.xb;
-    // Every load is unconditional. The lanes right of the interior that no
-    // owner needs (a band's last may reach past the row) read the row's last
-    // pack instead; the columns that owners need lie within the stored row.
-    const int c_load = min(c0, g.stride - kMaxHalo - N);
-    const int z0 = box.za + seg * kStepRows, z1 = min(z0 + kStepRows, box.zb);
-    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c_load;  // (row 0, c) in a coefficient array
-    const std::size_t shot = shot_index * g.shot_stride;
-    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
-    auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
-    auto load_cq = [&](int r) {
-        if (m.cq_uniform == T(0)) return load(m.cq, r);
-        Pack<T, N> v;
-#pragma unroll
-        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
-        return v;
-    };
+    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
+    if (!w.active) return;  // the whole warp
+    const bool owner = w.owner;
+    const int z0 = w.z0, z1 = w.z1;
+    const std::size_t shot = w.shot;
+    auto at = [&](int r) { return w.at(r); };
+    auto load = [&](const T* a, int r) { return w.load(a, r); };
+    auto load_cq = [&](int r) { return w.load_cq(m, r); };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
@@ -319,25 +348,14 @@ __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, c
                                                        const TmFields<T>& out, int band0, int seg, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const int lane = threadIdx.x & 31;
-    const int band = band0 + threadIdx.x / 32;
-    const int band_c0 = box.xa + band * S::U * N;
-    if (band_c0 >= box.xb) return;  // the whole warp
-    const int c0 = band_c0 + (lane - HL) * N;
-    const bool owner = lane >= HL && lane < 32 - HL && c0 < box.xb;
-    const int c_load = min(c0, g.stride - kMaxHalo - N);  // as in interior_block
-    const int z0 = box.za + seg * kStepRows, z1 = min(z0 + kStepRows, box.zb);
-    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + c_load;
-    const std::size_t shot = shot_index * g.shot_stride;
-    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
-    auto load = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
-    auto load_cq = [&](int r) {
-        if (m.cq_uniform == T(0)) return load(m.cq, r);
-        Pack<T, N> v;
-#pragma unroll
-        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
-        return v;
-    };
+    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
+    if (!w.active) return;  // the whole warp
+    const bool owner = w.owner;
+    const int z0 = w.z0, z1 = w.z1;
+    const std::size_t shot = w.shot;
+    auto at = [&](int r) { return w.at(r); };
+    auto load = [&](const T* a, int r) { return w.load(a, r); };
+    auto load_cq = [&](int r) { return w.load_cq(m, r); };
     // q_z = -(cb * lambda_ey) at row r
     auto qz_row = [&](int r) {
         const Pack<T, N> lam = load(in.ey + shot, r), cb = load(m.cb, r);
