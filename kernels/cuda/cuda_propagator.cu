@@ -130,6 +130,17 @@ struct DeviceFields {
     }
 };
 
+/// Fields whose steps read Ey, Hx, Hz from one buffer and write them to the
+/// other: buffer b's, with the CPML memories (updated in place) of buffer 0.
+template <typename T>
+k::TmFields<T> buffer_view(const std::array<std::optional<DeviceFields<T>>, 2>& f, int b) {
+    k::TmFields<T> v = f[0]->view();
+    v.ey = f[b]->ey.get();
+    v.hx = f[b]->hx.get();
+    v.hz = f[b]->hz.get();
+    return v;
+}
+
 /// The batch's point operators, flattened (see kernels::SparseOperators).
 struct DeviceSparse {
     DeviceArray<int> source_shot, row_shot, row_begin, node_shot, node_begin, node_row, shot_source_begin;
@@ -283,13 +294,6 @@ public:
             for (const auto& trace : shot) flat.insert(flat.end(), trace.begin(), trace.end());
         GPRFWI_CUDA_CHECK(cudaMemcpy(traces_.get(), flat.data(), flat.size() * sizeof(double), cudaMemcpyHostToDevice));
         int adj_cur = 0;  // the adjoint buffer holding the current step
-        auto adjoint_buffer = [&](int b) {
-            k::TmFields<T> f = adjoint_[0]->view();  // the CPML memories, updated in place: one copy
-            f.ey = adjoint_[b]->ey.get();
-            f.hx = adjoint_[b]->hx.get();
-            f.hz = adjoint_[b]->hz.get();
-            return f;
-        };
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
         const auto x = x_->view(), z = z_->view();
         adjoint_[0]->zero(stream_);
@@ -303,7 +307,7 @@ public:
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
         auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
             // transpose of the receiver sampling, then of the source term
-            const k::TmFields<T> adj = adjoint_buffer(adj_cur), next_adj = adjoint_buffer(1 - adj_cur);
+            const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
             k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
@@ -392,13 +396,7 @@ public:
 
 private:
     /// The forward fields at the current step, and the buffer the next step writes.
-    k::TmFields<T> buffer(int b) const {
-        k::TmFields<T> f = fields_[0]->view();  // the CPML memories, updated in place: one copy
-        f.ey = fields_[b]->ey.get();
-        f.hx = fields_[b]->hx.get();
-        f.hz = fields_[b]->hz.get();
-        return f;
-    }
+    k::TmFields<T> buffer(int b) const { return buffer_view(fields_, b); }
     k::TmFields<T> fields() const { return buffer(current_); }
     void zero_fields() {
         fields_[0]->zero(stream_);

@@ -155,6 +155,22 @@ struct Interior {
     int xa, xb, za, zb;
 };
 
+__host__ __device__ __forceinline__ bool inside(const Interior& b, int ix, int iz) {
+    return ix >= b.xa && ix < b.xb && iz >= b.za && iz < b.zb;
+}
+
+/// The marching kernels' launch over `box`: blocks of kStepWarps bands
+/// across (blocks_x), one per segment of kStepRows rows down.
+template <typename T, int ORDER>
+void marching_blocks(const Interior& box, int& blocks_x, int& blocks) {
+    using S = StepShape<T, ORDER>;
+    blocks_x = blocks = 0;
+    if (box.xb <= box.xa) return;
+    const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
+    blocks_x = (bands + kStepWarps - 1) / kStepWarps;
+    blocks = blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
+}
+
 /// The nodes at least `before` nodes after the low CPML strips and `after`
 /// before the high ones (x rounded inwards to whole packs).
 template <typename T>
@@ -991,10 +1007,6 @@ struct AdjointLaunch {
     int blocks_x, interior_blocks, packs1, packs2, packs3;
 };
 
-__device__ __forceinline__ bool inside(const Interior& b, int ix0, int iz) {
-    return ix0 >= b.xa && ix0 < b.xb && iz >= b.za && iz < b.zb;
-}
-
 template <typename T, int ORDER>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
@@ -1082,38 +1094,33 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 
 }  // namespace
 
+/// kBlockX x kBlockY blocks of threads of kLanes<T> nodes over the grid (one shot).
 template <typename T>
-dim3 node_and_shot_grid(const GridParams<T>& g) {
+dim3 node_grid(const GridParams<T>& g) {
     const int threads_x = (g.nx + kLanes<T> - 1) / kLanes<T>;
-    return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY, g.n_shots);
+    return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY);
 }
 
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
           const StepSamples* samples, Stream stream) {
-    using S = StepShape<T, ORDER>;
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
     StepLaunch l{0, 0, frame_packs(g, box), 0};
     l.frame_blocks = blocks_for(l.frame_packs, kThreads);
-    if (box.xb > box.xa) {
-        const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
-        l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
-        l.interior_blocks = l.blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
-    }
+    marching_blocks<T, ORDER>(box, l.blocks_x, l.interior_blocks);
     const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
     const dim3 grid(l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
     launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
                      samples ? *samples : StepSamples{});
     // the frame's E, and the source term when its points lie in the interior (whose E is done)
     const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
-    const int frame_blocks = l.frame_blocks;
     const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
-    if (frame_blocks + inject_blocks > 0) {
-        const dim3 e_grid(frame_blocks + inject_blocks, g.n_shots);
+    if (l.frame_blocks + inject_blocks > 0) {
+        const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
         launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
-                         box, frame_blocks, merged ? *sources : StepSources{});
+                         box, l.frame_blocks, merged ? *sources : StepSources{});
     }
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
@@ -1123,8 +1130,7 @@ bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const 
     const Interior box = step_interior<T, ORDER>(g, x, z);
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
     if (off < 0) return false;
-    const std::ptrdiff_t iz = off / g.stride, ix = off % g.stride;
-    return ix >= box.xa && ix < box.xb && iz >= box.za && iz < box.zb;
+    return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
 }
 
 template <typename T, typename Stored>
@@ -1161,15 +1167,12 @@ void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T*
 
 template <typename T, typename Stored>
 void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, Stream stream) {
-    const dim3 grid = node_and_shot_grid(g);
-    launch_dependent(imaging_kernel<T, Stored>, dim3(grid.x, grid.y, 1), dim3(kBlockX, kBlockY), stream, g, lambda_ey,
-                     img);
+    launch_dependent(imaging_kernel<T, Stored>, node_grid(g), dim3(kBlockX, kBlockY), stream, g, lambda_ey, img);
 }
 
 template <typename T, int ORDER>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream) {
-    using S = StepShape<T, ORDER>;
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
@@ -1179,11 +1182,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.packs1 = frame_packs(g, l.ring1);
     l.packs2 = frame_packs(g, l.ring2);
     l.packs3 = frame_packs(g, l.box);
-    if (l.box.xb > l.box.xa) {
-        const int bands = (l.box.xb - l.box.xa + S::U * S::N - 1) / (S::U * S::N);
-        l.blocks_x = (bands + kStepWarps - 1) / kStepWarps;
-        l.interior_blocks = l.blocks_x * ((l.box.zb - l.box.za + kStepRows - 1) / kStepRows);
-    }
+    marching_blocks<T, ORDER>(l.box, l.blocks_x, l.interior_blocks);
     launch_dependent(adjoint_step_kernel<T, ORDER>, dim3(l.interior_blocks + blocks_for(l.packs1, kThreads), g.n_shots),
                      dim3(kThreads), stream, g, m, x, z, l, in, out, s);
     if (l.packs2)
