@@ -313,8 +313,7 @@ public:
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
-            if (prev || next) k::cuda::imaging_condition<T, Stored>(g_, adj.ey, img, stream_);
-            k::cuda::adjoint_step<T, ORDER>(g_, materials(), x, z, adj, next_adj, scratch, stream_);
+            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, stream_);
             adj_cur = 1 - adj_cur;
             if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);

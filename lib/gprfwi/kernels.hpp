@@ -231,17 +231,15 @@ template <typename T>
 void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lambda_ey,
                      double* grad_wavelet, int nt_internal, int m, Stream stream);
 
-template <typename T, typename Stored>
-void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img,
-                       Stream stream);
-
+/// cpu::imaging_condition (when `img` is non-null and reads a level), then
 /// cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish, reading lambda_ey,
 /// lambda_hx, lambda_hz from `in` and writing them to `out` (the CPML
 /// memories, the same arrays in both, in place); `s` (q and p) is used near
 /// the CPML only.
-template <typename T, int ORDER>
+template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream);
+                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
+                  const ImagingView<T, Stored>* img, Stream stream);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
