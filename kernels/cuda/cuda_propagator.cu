@@ -304,16 +304,21 @@ public:
         if (opt_.illumination) illumination_.zero(stream_);
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
+        int injected = -1;  // the step whose adjoint source the step before added (k::cuda::AdjointSparse)
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
         auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
-            // transpose of the receiver sampling, then of the source term
+            // transpose of the receiver sampling (unless added already), then of the source term with the step
             const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
-            k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
-            k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
+            if (injected != m)
+                k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
+            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(),
+                                                nt, m, receivers_interior_ && m > 0};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
-            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, stream_);
+            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, sparse,
+                                                    stream_);
+            injected = sparse.inject_next ? m - 1 : -1;
             adj_cur = 1 - adj_cur;
             if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
@@ -599,11 +604,17 @@ private:
             fields_[0].emplace(batch_size(), bytes);
             fields_[1].emplace(batch_size(), bytes, false);
             sparse_.emplace(s_, bytes);
-            sources_interior_ = true;
-            for (const auto& op : s_.shots)
+            sources_interior_ = receivers_interior_ = true;
+            for (const auto& op : s_.shots) {
                 for (const PointWeight& p : op.source)
                     sources_interior_ = sources_interior_ &&
                                         k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
+                for (const auto& receiver : op.receivers)
+                    for (const PointWeight& p : receiver)
+                        receivers_interior_ =
+                            receivers_interior_ &&
+                            k::cuda::adjoint_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
+            }
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -704,7 +715,8 @@ private:
     int current_ = 0;                                       // ... the one holding the current step
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
-    bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
+    bool sources_interior_ = false;    // every source point in the step's interior (k::cuda::StepSources)
+    bool receivers_interior_ = false;  // every receiver node in the adjoint step's (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot

@@ -768,12 +768,10 @@ __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, con
     sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
 }
 
+/// lambda_ey += the adjoint source at step m, at receiver node j (its entries in CPU order).
 template <typename T>
-__global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
-                                      int m, T* lam) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+__device__ __forceinline__ void inject_adjoint_node(const GridParams<T>& g, const SparseOperators& op,
+                                                    const double* adjoint_source, int nt, int m, T* lam, int j) {
     if (j >= op.n_nodes) return;
     T& v = lam[op.node_shot[j] * g.shot_stride + op.node_index[j]];
     T acc = v;
@@ -782,16 +780,22 @@ __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const
     v = acc;
 }
 
+/// grad_wavelet[s][m] = shot s's source weights . lambda_ey, by one warp.
 template <typename T>
-__global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, const T* lam, double* grad, int nt,
-                                       int m) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    const int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per shot
+__device__ __forceinline__ void source_gradient_shot(const GridParams<T>& g, const SparseOperators& op, const T* lam,
+                                                     double* grad, int nt, int m, int s) {
     if (s >= op.n_shots) return;
     const double acc = warp_ordered_dot(op.shot_source_begin[s], op.shot_source_begin[s + 1], op.source_index,
                                         op.source_weight, lam + s * g.shot_stride);
     if ((threadIdx.x & 31) == 0) grad[static_cast<std::size_t>(s) * nt + m] = acc;
+}
+
+template <typename T>
+__global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
+                                      int m, T* lam) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    inject_adjoint_node(g, op, adjoint_source, nt, m, lam, blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 /// The imaging condition of one adjoint step at the pack of nodes (ix0, iz):
@@ -1007,16 +1011,23 @@ struct AdjointLaunch {
     Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
     int blocks_x, interior_blocks, packs1, packs2, packs3;
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
+    int gradient_blocks;            // ... and before them, the source gradient's
+    int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
 };
 
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
-                        TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc, ImagingView<T, Stored> img) {
+                        TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc, ImagingView<T, Stored> img,
+                        AdjointSparse sp) {
     wait_for_previous_kernel();
     allow_next_kernel();
+    if (static_cast<int>(blockIdx.x) < l.gradient_blocks) {  // of the lambda_ey this step reads
+        source_gradient_shot(g, sp.op, in.ey, sp.grad_wavelet, sp.nt, sp.m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
+        return;
+    }
     // block b is the imaging's when the count of them up to b grows there
-    const long long b = blockIdx.x, all = l.step_blocks + l.image_blocks;
+    const long long b = blockIdx.x - l.gradient_blocks, all = l.step_blocks + l.image_blocks;
     const int images_before = static_cast<int>(b * l.image_blocks / all);
     if (static_cast<int>((b + 1) * l.image_blocks / all) > images_before) {
         constexpr int N = kLanes<T>;
@@ -1052,9 +1063,16 @@ __global__ void __launch_bounds__(kStepWarps * 32)
 
 template <typename T, int ORDER>
 __global__ void __launch_bounds__(kStepWarps * 32)
-    adjoint_frame_e_kernel(GridParams<T> g, AdjointLaunch l, TmFields<T> out, AdjointScratch<T> sc) {
+    adjoint_frame_e_kernel(GridParams<T> g, AdjointLaunch l, TmFields<T> out, AdjointScratch<T> sc, AdjointSparse sp) {
     wait_for_previous_kernel();
     allow_next_kernel();
+    const int frame_blocks = static_cast<int>(gridDim.x) - l.inject_blocks;
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source, at interior nodes only
+        if (blockIdx.y == 0)
+            inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey,
+                                (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x);
+        return;
+    }
     int ix0, iz;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y);
@@ -1131,12 +1149,17 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
 
-template <typename T, int ORDER>
-bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
-    const Interior box = step_interior<T, ORDER>(g, x, z);
+/// Whether the node at storage index `index` (of a shot) lies in `box`.
+template <typename T>
+bool interior_contains(const GridParams<T>& g, const Interior& box, std::size_t index) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
     if (off < 0) return false;
     return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
+}
+
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    return interior_contains(g, step_interior<T, ORDER>(g, x, z), index);
 }
 
 template <typename T, typename Stored>
@@ -1164,17 +1187,10 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
                      lam);
 }
 
-template <typename T>
-void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lam, double* grad, int nt, int m,
-                     Stream stream) {
-    launch_dependent(source_gradient_kernel<T>, blocks_for(static_cast<std::size_t>(op.n_shots) * 32, 128), 128, stream,
-                     g, op, lam, grad, nt, m);
-}
-
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
-                  const ImagingView<T, Stored>* img, Stream stream) {
+                  const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream) {
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
@@ -1189,14 +1205,24 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     const bool imaging = img && (img->ey_prev || img->ey_next);
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
-    launch_dependent(adjoint_step_kernel<T, ORDER, Stored>, dim3(l.step_blocks + l.image_blocks), dim3(kThreads),
-                     stream, g, m, x, z, l, in, out, s, imaging ? *img : ImagingView<T, Stored>{});
+    l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
+    l.inject_blocks = sparse.inject_next && sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
+    launch_dependent(adjoint_step_kernel<T, ORDER, Stored>,
+                     dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads), stream, g, m, x, z, l,
+                     in, out, s, imaging ? *img : ImagingView<T, Stored>{}, sparse);
     if (l.packs2)
         launch_dependent(adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
                          dim3(kThreads), stream, g, m, x, z, l, in, out, s);
-    if (l.packs3)
-        launch_dependent(adjoint_frame_e_kernel<T, ORDER>, dim3(blocks_for(l.packs3, kThreads), g.n_shots),
-                         dim3(kThreads), stream, g, l, out, s);
+    if (l.packs3 || l.inject_blocks)
+        launch_dependent(adjoint_frame_e_kernel<T, ORDER>,
+                         dim3(blocks_for(l.packs3, kThreads) + l.inject_blocks, g.n_shots), dim3(kThreads), stream, g,
+                         l, out, s, sparse);
+}
+
+template <typename T, int ORDER>
+bool adjoint_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                               std::size_t index) {
+    return interior_contains(g, adjoint_interior<T, ORDER>(g, x, z), index);
 }
 
 template <typename T, typename Stored>
@@ -1227,13 +1253,16 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
 #define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
     template void adjoint_step<T, ORDER, Stored>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&, \
                                                  const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,       \
-                                                 const AdjointScratch<T>&, const ImagingView<T, Stored>*, Stream);
+                                                 const AdjointScratch<T>&, const ImagingView<T, Stored>*,          \
+                                                 const AdjointSparse&, Stream);
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
                                     const StepSources*, const StepSamples*, Stream);                                                 \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
+    template bool adjoint_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&,                   \
+                                                      const CpmlAxis<T>&, std::size_t);                           \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, Stream);                                                     \
@@ -1250,8 +1279,6 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
                                       Stream);                                                                      \
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
                                             T*, Stream);                                                            \
-    template void source_gradient<T>(const GridParams<T>&, const SparseOperators&, const T*, double*, int, int,     \
-                                     Stream);                                                                       \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
