@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "cuda_check.hpp"
@@ -263,7 +264,7 @@ public:
             if (keep_levels && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
             const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
-            step(m, keep, j, true);
+            step(m, keep, j, true, /*ey_into_level=*/true);
             if (j) level_written(j);
             if (check_now(m)) check_finite(fields().ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
@@ -399,25 +400,41 @@ public:
     }
 
 private:
-    /// The forward fields at the current step, and the buffer the next step writes.
+    /// The forward fields at the current step (Ey in a kept level when the
+    /// step wrote it there), and the buffer the next step writes.
     k::TmFields<T> buffer(int b) const { return buffer_view(fields_, b); }
-    k::TmFields<T> fields() const { return buffer(current_); }
+    k::TmFields<T> fields() const {
+        k::TmFields<T> f = buffer(current_);
+        if (level_ey_) f.ey = level_ey_;
+        return f;
+    }
     void zero_fields() {
         fields_[0]->zero(stream_);
         fields_[1]->zero(stream_);
         current_ = 0;
+        level_ey_ = nullptr;
     }
 
     /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
     /// the source term; Ey^{m+1} kept as level j in `keep` when non-null.
-    /// When `sample`, the step also takes the receivers' samples of Ey^m
-    /// (the previous step's; forward() takes the last step's itself).
-    void step(int m, Stored* keep, int j, bool sample) {
+    /// With `ey_into_level` and uncompressed levels, the step writes Ey^{m+1}
+    /// into the level itself instead of a copy (the next step reads it
+    /// there). When `sample`, the step also takes the receivers' samples of
+    /// Ey^m (the previous step's; forward() takes the last step's itself).
+    void step(int m, Stored* keep, int j, bool sample, bool ey_into_level = false) {
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
         const int b = 1 - current_;
-        const k::TmFields<T> in = fields(), out = buffer(b);
+        const k::TmFields<T> in = fields();
+        k::TmFields<T> out = buffer(b);
         current_ = b;
+        level_ey_ = nullptr;
+        if constexpr (std::is_same_v<Stored, T>) {
+            if (keep && ey_into_level) {
+                out.ey = level_ey_ = keep;
+                keep = nullptr;
+            }
+        }
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
         const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
         const k::cuda::StepSamples previous{sparse_->view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
@@ -713,6 +730,7 @@ private:
     std::optional<DeviceAxis<T>> x_, z_;
     std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                                       // ... the one holding the current step
+    T* level_ey_ = nullptr;  // the kept level holding the current step's Ey (written there), or nullptr
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
     bool sources_interior_ = false;    // every source point in the step's interior (k::cuda::StepSources)
