@@ -66,14 +66,16 @@ double host_copy_bandwidth() {
 // reads Ey, Hx, Hz and writes them once (6 arrays of T) plus ca, cb and, in a
 // magnetic model, cq (2 or 3 per shots; the CPML frame's memories and
 // scratch are left out); the adjoint step likewise its lambdas (6 plus the
-// same coefficients) and the imaging reads lambda_ey once more.
+// same coefficients) and the imaging reads lambda_ey once more; uncompressed
+// kept levels are the forward's Ey itself (written once, read twice).
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
                            bool uniform_mu) {
     const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
     const double forward = (cuda ? 6.0 : 9.0) * word + coef * word;
     if (!gradient) return forward;
     const double adjoint = (cuda ? 7.0 : 17.0) * word + coef * word;
-    return forward + adjoint + 3.0 * stored + 4.0 * 8.0 / shots;
+    const double level = (cuda && stored == word ? 2.0 : 3.0) * stored;
+    return forward + adjoint + level + 4.0 * 8.0 / shots;
 }
 
 void run_bench(const BenchArgs& a) {

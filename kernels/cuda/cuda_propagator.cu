@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "cuda_check.hpp"
@@ -263,7 +264,7 @@ public:
             if (keep_levels && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
             const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
-            step(m, keep, j, true);
+            step(m, keep, j, true, /*ey_into_level=*/true);
             if (j) level_written(j);
             if (check_now(m)) check_finite(fields().ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
@@ -304,17 +305,21 @@ public:
         if (opt_.illumination) illumination_.zero(stream_);
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
+        int injected = -1;  // the step whose adjoint source the step before added (k::cuda::AdjointSparse)
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
         auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
-            // transpose of the receiver sampling, then of the source term
+            // transpose of the receiver sampling (unless added already), then of the source term with the step
             const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
-            k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
-            k::cuda::source_gradient<T>(g_, sparse_->view, adj.ey, grad_wavelet_.get(), nt, m, stream_);
+            if (injected != m)
+                k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
+            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(),
+                                                nt, m, receivers_interior_ && m > 0};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
-            if (prev || next) k::cuda::imaging_condition<T, Stored>(g_, adj.ey, img, stream_);
-            k::cuda::adjoint_step<T, ORDER>(g_, materials(), x, z, adj, next_adj, scratch, stream_);
+            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, sparse,
+                                                    stream_);
+            injected = sparse.inject_next ? m - 1 : -1;
             adj_cur = 1 - adj_cur;
             if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
@@ -395,25 +400,41 @@ public:
     }
 
 private:
-    /// The forward fields at the current step, and the buffer the next step writes.
+    /// The forward fields at the current step (Ey in a kept level when the
+    /// step wrote it there), and the buffer the next step writes.
     k::TmFields<T> buffer(int b) const { return buffer_view(fields_, b); }
-    k::TmFields<T> fields() const { return buffer(current_); }
+    k::TmFields<T> fields() const {
+        k::TmFields<T> f = buffer(current_);
+        if (level_ey_) f.ey = level_ey_;
+        return f;
+    }
     void zero_fields() {
         fields_[0]->zero(stream_);
         fields_[1]->zero(stream_);
         current_ = 0;
+        level_ey_ = nullptr;
     }
 
     /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
     /// the source term; Ey^{m+1} kept as level j in `keep` when non-null.
-    /// When `sample`, the step also takes the receivers' samples of Ey^m
-    /// (the previous step's; forward() takes the last step's itself).
-    void step(int m, Stored* keep, int j, bool sample) {
+    /// With `ey_into_level` and uncompressed levels, the step writes Ey^{m+1}
+    /// into the level itself instead of a copy (the next step reads it
+    /// there). When `sample`, the step also takes the receivers' samples of
+    /// Ey^m (the previous step's; forward() takes the last step's itself).
+    void step(int m, Stored* keep, int j, bool sample, bool ey_into_level = false) {
         const auto x = x_->view(), z = z_->view();
         const int nt = s_.time.nt_internal;
         const int b = 1 - current_;
-        const k::TmFields<T> in = fields(), out = buffer(b);
+        const k::TmFields<T> in = fields();
+        k::TmFields<T> out = buffer(b);
         current_ = b;
+        level_ey_ = nullptr;
+        if constexpr (std::is_same_v<Stored, T>) {
+            if (keep && ey_into_level) {
+                out.ey = level_ey_ = keep;
+                keep = nullptr;
+            }
+        }
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
         const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
         const k::cuda::StepSamples previous{sparse_->view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
@@ -600,11 +621,17 @@ private:
             fields_[0].emplace(batch_size(), bytes);
             fields_[1].emplace(batch_size(), bytes, false);
             sparse_.emplace(s_, bytes);
-            sources_interior_ = true;
-            for (const auto& op : s_.shots)
+            sources_interior_ = receivers_interior_ = true;
+            for (const auto& op : s_.shots) {
                 for (const PointWeight& p : op.source)
                     sources_interior_ = sources_interior_ &&
                                         k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
+                for (const auto& receiver : op.receivers)
+                    for (const PointWeight& p : receiver)
+                        receivers_interior_ =
+                            receivers_interior_ &&
+                            k::cuda::adjoint_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
+            }
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -703,9 +730,11 @@ private:
     std::optional<DeviceAxis<T>> x_, z_;
     std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                                       // ... the one holding the current step
+    T* level_ey_ = nullptr;  // the kept level holding the current step's Ey (written there), or nullptr
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
-    bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
+    bool sources_interior_ = false;    // every source point in the step's interior (k::cuda::StepSources)
+    bool receivers_interior_ = false;  // every receiver node in the adjoint step's (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot

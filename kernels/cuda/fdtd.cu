@@ -32,10 +32,6 @@ namespace gprfwi::kernels::cuda {
 
 namespace {
 
-constexpr int kBlockX = 32, kBlockY = 8;
-
-
-
 template <typename T, int ORDER>
 __device__ __forceinline__ T coef(int k) {
     return static_cast<T>(Stencil<ORDER>::c(k + 1));
@@ -81,6 +77,18 @@ __device__ __forceinline__ void store_pack(U* p, const Pack<U, N>& v, int n) {
     }
 }
 
+/// store_pack without indexing v by a variable (which puts v in local memory).
+template <int N, typename U>
+__device__ __forceinline__ void store_pack_unrolled(U* p, const Pack<U, N>& v, int n) {
+    if (n >= N) {
+        *reinterpret_cast<Pack<U, N>*>(p) = v;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (j < n) p[j] = v.v[j];
+}
+
 /// The values p[-kMaxHalo .. N + kMaxHalo) of a row, for the x-stencils.
 template <int N, typename T>
 __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxHalo]) {
@@ -90,14 +98,6 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 #pragma unroll
         for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
     }
-}
-
-/// The thread's first node (ix0, iz); false for threads outside the grid.
-template <typename T>
-__device__ __forceinline__ bool thread_nodes(const GridParams<T>& g, int& ix0, int& iz) {
-    ix0 = (blockIdx.x * blockDim.x + threadIdx.x) * kLanes<T>;
-    iz = blockIdx.y * blockDim.y + threadIdx.y;
-    return ix0 < g.nx && iz < g.nz;
 }
 
 // The forward step reads each field once and writes it once over most of the
@@ -768,12 +768,10 @@ __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, con
     sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
 }
 
+/// lambda_ey += the adjoint source at step m, at receiver node j (its entries in CPU order).
 template <typename T>
-__global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
-                                      int m, T* lam) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+__device__ __forceinline__ void inject_adjoint_node(const GridParams<T>& g, const SparseOperators& op,
+                                                    const double* adjoint_source, int nt, int m, T* lam, int j) {
     if (j >= op.n_nodes) return;
     T& v = lam[op.node_shot[j] * g.shot_stride + op.node_index[j]];
     T acc = v;
@@ -782,28 +780,31 @@ __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const
     v = acc;
 }
 
+/// grad_wavelet[s][m] = shot s's source weights . lambda_ey, by one warp.
 template <typename T>
-__global__ void source_gradient_kernel(GridParams<T> g, SparseOperators op, const T* lam, double* grad, int nt,
-                                       int m) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    const int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // one warp per shot
+__device__ __forceinline__ void source_gradient_shot(const GridParams<T>& g, const SparseOperators& op, const T* lam,
+                                                     double* grad, int nt, int m, int s) {
     if (s >= op.n_shots) return;
     const double acc = warp_ordered_dot(op.shot_source_begin[s], op.shot_source_begin[s + 1], op.source_index,
                                         op.source_weight, lam + s * g.shot_stride);
     if ((threadIdx.x & 31) == 0) grad[static_cast<std::size_t>(s) * nt + m] = acc;
 }
 
-/// The imaging condition of one adjoint step: one thread per pack of nodes
-/// runs through the shots in order, adding each to the per-node accumulators
-/// it keeps in registers (no per-shot accumulators, no atomics).
-template <typename T, typename Stored>
-__global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey, ImagingView<T, Stored> img) {
+template <typename T>
+__global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
+                                      int m, T* lam) {
     wait_for_previous_kernel();
     allow_next_kernel();
+    inject_adjoint_node(g, op, adjoint_source, nt, m, lam, blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+/// The imaging condition of one adjoint step at the pack of nodes (ix0, iz):
+/// one thread runs through the shots in order, adding each to the per-node
+/// accumulators it keeps in registers (no per-shot accumulators, no atomics).
+template <typename T, typename Stored>
+__device__ __forceinline__ void image_pack(const GridParams<T>& g, const T* __restrict__ lambda_ey,
+                                           const ImagingView<T, Stored>& img, int ix0, int iz) {
     constexpr int N = kLanes<T>;
-    int ix0, iz;
-    if (!thread_nodes(g, ix0, iz)) return;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
     const int n = g.nx - ix0;
     const double w = img.weight;
@@ -837,9 +838,9 @@ __global__ void imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey,
             }
         }
     }
-    if (img.ey_prev) store_pack(img.g_ey_prev + i, gp, n);
-    if (img.ey_next) store_pack(img.g_ey_next + i, gn, n);
-    if (img.ey_next && img.illumination) store_pack(img.illumination + i, il, n);
+    if (img.ey_prev) store_pack_unrolled(img.g_ey_prev + i, gp, n);
+    if (img.ey_next) store_pack_unrolled(img.g_ey_next + i, gn, n);
+    if (img.ey_next && img.illumination) store_pack_unrolled(img.illumination + i, il, n);
 }
 
 template <typename T>
@@ -887,11 +888,11 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
         }
         lam.v[j] = ca.v[j] * lam.v[j];
     }
-    if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
-    if (zp) store_pack(adj.psi_hx_z + o, pz, n);
-    store_pack(sc.q_x + o, qx, n);
-    store_pack(sc.q_z + o, qz, n);
-    if (frame) store_pack(out.ey + o, lam, n);
+    if (xp) store_pack_unrolled(adj.psi_hz_x + o, mxp, n);
+    if (zp) store_pack_unrolled(adj.psi_hx_z + o, pz, n);
+    store_pack_unrolled(sc.q_x + o, qx, n);
+    store_pack_unrolled(sc.q_z + o, qz, n);
+    if (frame) store_pack_unrolled(out.ey + o, lam, n);
 }
 
 template <typename T, int ORDER>
@@ -996,33 +997,56 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
     store_pack(adj.ey + o, lam, g.nx - ix0);
 }
 
-// The adjoint step in three launches: the interior's blocks and pass 1 over
-// the frame; pass 2 over the frame; pass 3 over the frame. The frame's passes
-// are the node kernels (one thread per pack) with q and p in the scratch
-// arrays; the interior keeps them in registers and never writes them, so
-// pass 1 also writes q (only) over a ring of interior nodes 2R wide and pass
-// 2 p (only) over a ring R wide: what the frame's passes 2 and 3 read there.
+// The adjoint step in three launches: the interior's blocks, pass 1 over the
+// frame and the imaging condition; pass 2 over the frame; pass 3 over the
+// frame. The frame's passes are the node kernels (one thread per pack) with q
+// and p in the scratch arrays; the interior keeps them in registers and never
+// writes them, so pass 1 also writes q (only) over a ring of interior nodes
+// 2R wide and pass 2 p (only) over a ring R wide: what the frame's passes 2
+// and 3 read there. The imaging condition reads the lambda_ey the step reads
+// and writes only its accumulators, so its blocks (one thread per pack of
+// nodes, all shots in turn) join the first launch, spread evenly among the
+// step's blocks: each kind alone leaves DRAM bandwidth unused.
 struct AdjointLaunch {
     Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
     int blocks_x, interior_blocks, packs1, packs2, packs3;
+    int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
+    int gradient_blocks;            // ... and before them, the source gradient's
+    int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
 };
 
-template <typename T, int ORDER>
+template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
-                        TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc) {
+                        TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc, ImagingView<T, Stored> img,
+                        AdjointSparse sp) {
     wait_for_previous_kernel();
     allow_next_kernel();
-    const int b = blockIdx.x;
-    if (b < l.interior_blocks) {
-        const int seg = b / l.blocks_x;
-        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, (b - seg * l.blocks_x) * kStepWarps, seg, blockIdx.y);
+    if (static_cast<int>(blockIdx.x) < l.gradient_blocks) {  // of the lambda_ey this step reads
+        source_gradient_shot(g, sp.op, in.ey, sp.grad_wavelet, sp.nt, sp.m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
         return;
     }
-    const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
+    // block b is the imaging's when the count of them up to b grows there
+    const long long b = blockIdx.x - l.gradient_blocks, all = l.step_blocks + l.image_blocks;
+    const int images_before = static_cast<int>(b * l.image_blocks / all);
+    if (static_cast<int>((b + 1) * l.image_blocks / all) > images_before) {
+        constexpr int N = kLanes<T>;
+        const int row_packs = (g.nx + N - 1) / N, t = images_before * blockDim.x + threadIdx.x;
+        const int iz = t / row_packs;
+        if (iz < g.nz) image_pack(g, in.ey, img, (t - iz * row_packs) * N, iz);
+        return;
+    }
+    const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
+    const int shot = o / per_shot, s = o - shot * per_shot;
+    if (s < l.interior_blocks) {
+        const int seg = s / l.blocks_x;
+        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, (s - seg * l.blocks_x) * kStepWarps, seg, shot);
+        return;
+    }
+    const int t = (s - l.interior_blocks) * blockDim.x + threadIdx.x;
     int ix0, iz;
     if (t < l.packs1 && frame_nodes(g, l.ring1, t, ix0, iz))
-        adjoint_e_prepare_pack<T>(g, m, x, z, in, out, sc, ix0, iz, blockIdx.y, !inside(l.box, ix0, iz));
+        adjoint_e_prepare_pack<T>(g, m, x, z, in, out, sc, ix0, iz, shot, !inside(l.box, ix0, iz));
 }
 
 template <typename T, int ORDER>
@@ -1039,9 +1063,16 @@ __global__ void __launch_bounds__(kStepWarps * 32)
 
 template <typename T, int ORDER>
 __global__ void __launch_bounds__(kStepWarps * 32)
-    adjoint_frame_e_kernel(GridParams<T> g, AdjointLaunch l, TmFields<T> out, AdjointScratch<T> sc) {
+    adjoint_frame_e_kernel(GridParams<T> g, AdjointLaunch l, TmFields<T> out, AdjointScratch<T> sc, AdjointSparse sp) {
     wait_for_previous_kernel();
     allow_next_kernel();
+    const int frame_blocks = static_cast<int>(gridDim.x) - l.inject_blocks;
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source, at interior nodes only
+        if (blockIdx.y == 0)
+            inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey,
+                                (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x);
+        return;
+    }
     int ix0, iz;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y);
@@ -1094,13 +1125,6 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 
 }  // namespace
 
-/// kBlockX x kBlockY blocks of threads of kLanes<T> nodes over the grid (one shot).
-template <typename T>
-dim3 node_grid(const GridParams<T>& g) {
-    const int threads_x = (g.nx + kLanes<T> - 1) / kLanes<T>;
-    return dim3((threads_x + kBlockX - 1) / kBlockX, (g.nz + kBlockY - 1) / kBlockY);
-}
-
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
@@ -1125,12 +1149,17 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
 
-template <typename T, int ORDER>
-bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
-    const Interior box = step_interior<T, ORDER>(g, x, z);
+/// Whether the node at storage index `index` (of a shot) lies in `box`.
+template <typename T>
+bool interior_contains(const GridParams<T>& g, const Interior& box, std::size_t index) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
     if (off < 0) return false;
     return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
+}
+
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    return interior_contains(g, step_interior<T, ORDER>(g, x, z), index);
 }
 
 template <typename T, typename Stored>
@@ -1158,21 +1187,10 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
                      lam);
 }
 
-template <typename T>
-void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lam, double* grad, int nt, int m,
-                     Stream stream) {
-    launch_dependent(source_gradient_kernel<T>, blocks_for(static_cast<std::size_t>(op.n_shots) * 32, 128), 128, stream,
-                     g, op, lam, grad, nt, m);
-}
-
-template <typename T, typename Stored>
-void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, Stream stream) {
-    launch_dependent(imaging_kernel<T, Stored>, node_grid(g), dim3(kBlockX, kBlockY), stream, g, lambda_ey, img);
-}
-
-template <typename T, int ORDER>
+template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream) {
+                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
+                  const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream) {
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
@@ -1183,14 +1201,28 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.packs2 = frame_packs(g, l.ring2);
     l.packs3 = frame_packs(g, l.box);
     marching_blocks<T, ORDER>(l.box, l.blocks_x, l.interior_blocks);
-    launch_dependent(adjoint_step_kernel<T, ORDER>, dim3(l.interior_blocks + blocks_for(l.packs1, kThreads), g.n_shots),
-                     dim3(kThreads), stream, g, m, x, z, l, in, out, s);
+    l.step_blocks = (l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
+    const bool imaging = img && (img->ey_prev || img->ey_next);
+    const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
+    l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
+    l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
+    l.inject_blocks = sparse.inject_next && sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
+    launch_dependent(adjoint_step_kernel<T, ORDER, Stored>,
+                     dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads), stream, g, m, x, z, l,
+                     in, out, s, imaging ? *img : ImagingView<T, Stored>{}, sparse);
     if (l.packs2)
         launch_dependent(adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
                          dim3(kThreads), stream, g, m, x, z, l, in, out, s);
-    if (l.packs3)
-        launch_dependent(adjoint_frame_e_kernel<T, ORDER>, dim3(blocks_for(l.packs3, kThreads), g.n_shots),
-                         dim3(kThreads), stream, g, l, out, s);
+    if (l.packs3 || l.inject_blocks)
+        launch_dependent(adjoint_frame_e_kernel<T, ORDER>,
+                         dim3(blocks_for(l.packs3, kThreads) + l.inject_blocks, g.n_shots), dim3(kThreads), stream, g,
+                         l, out, s, sparse);
+}
+
+template <typename T, int ORDER>
+bool adjoint_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                               std::size_t index) {
+    return interior_contains(g, adjoint_interior<T, ORDER>(g, x, z), index);
 }
 
 template <typename T, typename Stored>
@@ -1218,18 +1250,24 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
+#define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
+    template void adjoint_step<T, ORDER, Stored>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&, \
+                                                 const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,       \
+                                                 const AdjointScratch<T>&, const ImagingView<T, Stored>*,          \
+                                                 const AdjointSparse&, Stream);
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
                                     const StepSources*, const StepSamples*, Stream);                                                 \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
+    template bool adjoint_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&,                   \
+                                                      const CpmlAxis<T>&, std::size_t);                           \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, Stream);                                                     \
-    template void adjoint_step<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,       \
-                                         const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,               \
-                                         const AdjointScratch<T>&, Stream);
+    GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, T) GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Bf16)                           \
+    GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Fp8)
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \
     GPRFWI_INSTANTIATE_ORDER(T, 2) GPRFWI_INSTANTIATE_ORDER(T, 4) GPRFWI_INSTANTIATE_ORDER(T, 6)                   \
     GPRFWI_INSTANTIATE_ORDER(T, 8)                                                                                  \
@@ -1241,11 +1279,6 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
                                       Stream);                                                                      \
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
                                             T*, Stream);                                                            \
-    template void source_gradient<T>(const GridParams<T>&, const SparseOperators&, const T*, double*, int, int,     \
-                                     Stream);                                                                       \
-    template void imaging_condition<T, T>(const GridParams<T>&, const T*, const ImagingView<T, T>&, Stream);       \
-    template void imaging_condition<T, Bf16>(const GridParams<T>&, const T*, const ImagingView<T, Bf16>&, Stream); \
-    template void imaging_condition<T, Fp8>(const GridParams<T>&, const T*, const ImagingView<T, Fp8>&, Stream);   \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \

@@ -226,22 +226,37 @@ template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source,
                             int nt_internal, int m, T* lambda_ey, Stream stream);
 
-/// grad_wavelet[shot][m] = source weights . lambda_ey.
-template <typename T>
-void source_gradient(const GridParams<T>& g, const SparseOperators& op, const T* lambda_ey,
-                     double* grad_wavelet, int nt_internal, int m, Stream stream);
-
-template <typename T, typename Stored>
-void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img,
-                       Stream stream);
-
+/// cpu::imaging_condition (when `img` is non-null and reads a level), then
 /// cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish, reading lambda_ey,
 /// lambda_hx, lambda_hz from `in` and writing them to `out` (the CPML
 /// memories, the same arrays in both, in place); `s` (q and p) is used near
 /// the CPML only.
-template <typename T, int ORDER>
+/// The sparse work of adjoint step m beside its own: grad_wavelet[shot][m] =
+/// source weights . the lambda_ey it reads (with step m's adjoint source
+/// added); with `inject_next` (m > 0, every receiver node in the adjoint
+/// step's interior: adjoint_interior_contains), also step m - 1's adjoint
+/// source added to the lambda_ey it writes (inject_adjoint_sources'
+/// arguments), which that step then must not add again.
+struct AdjointSparse {
+    SparseOperators op;
+    double* grad_wavelet;          // [shot][nt_internal]
+    const double* adjoint_source;  // [row][nt_internal]
+    int nt;
+    int m;
+    bool inject_next;
+};
+
+template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s, Stream stream);
+                  const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
+                  const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream);
+
+/// Whether the node at storage index `index` (of a shot) lies in the
+/// interior of adjoint_step<T, ORDER>: the nodes whose lambda_ey its first
+/// launch finishes.
+template <typename T, int ORDER>
+bool adjoint_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                               std::size_t index);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
