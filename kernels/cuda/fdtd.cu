@@ -67,19 +67,10 @@ __device__ __forceinline__ Pack<U, N> load_pack(const U* p) {
     return *reinterpret_cast<const Pack<U, N>*>(p);
 }
 
-/// Stores the first n (all when n >= N) values of v at p.
+/// Stores the first n (all when n >= N) values of v at p; v is never
+/// indexed by a variable (which would put it in local memory).
 template <int N, typename U>
 __device__ __forceinline__ void store_pack(U* p, const Pack<U, N>& v, int n) {
-    if (n >= N) {
-        *reinterpret_cast<Pack<U, N>*>(p) = v;
-    } else {
-        for (int j = 0; j < n; ++j) p[j] = v.v[j];
-    }
-}
-
-/// store_pack without indexing v by a variable (which puts v in local memory).
-template <int N, typename U>
-__device__ __forceinline__ void store_pack_unrolled(U* p, const Pack<U, N>& v, int n) {
     if (n >= N) {
         *reinterpret_cast<Pack<U, N>*>(p) = v;
         return;
@@ -838,9 +829,9 @@ __device__ __forceinline__ void image_pack(const GridParams<T>& g, const T* __re
             }
         }
     }
-    if (img.ey_prev) store_pack_unrolled(img.g_ey_prev + i, gp, n);
-    if (img.ey_next) store_pack_unrolled(img.g_ey_next + i, gn, n);
-    if (img.ey_next && img.illumination) store_pack_unrolled(img.illumination + i, il, n);
+    if (img.ey_prev) store_pack(img.g_ey_prev + i, gp, n);
+    if (img.ey_next) store_pack(img.g_ey_next + i, gn, n);
+    if (img.ey_next && img.illumination) store_pack(img.illumination + i, il, n);
 }
 
 template <typename T>
@@ -888,11 +879,11 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
         }
         lam.v[j] = ca.v[j] * lam.v[j];
     }
-    if (xp) store_pack_unrolled(adj.psi_hz_x + o, mxp, n);
-    if (zp) store_pack_unrolled(adj.psi_hx_z + o, pz, n);
-    store_pack_unrolled(sc.q_x + o, qx, n);
-    store_pack_unrolled(sc.q_z + o, qz, n);
-    if (frame) store_pack_unrolled(out.ey + o, lam, n);
+    if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
+    if (zp) store_pack(adj.psi_hx_z + o, pz, n);
+    store_pack(sc.q_x + o, qx, n);
+    store_pack(sc.q_z + o, qz, n);
+    if (frame) store_pack(out.ey + o, lam, n);
 }
 
 template <typename T, int ORDER>
