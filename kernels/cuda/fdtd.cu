@@ -1140,6 +1140,7 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
 
+namespace {
 /// Whether the node at storage index `index` (of a shot) lies in `box`.
 template <typename T>
 bool interior_contains(const GridParams<T>& g, const Interior& box, std::size_t index) {
@@ -1147,6 +1148,7 @@ bool interior_contains(const GridParams<T>& g, const Interior& box, std::size_t 
     if (off < 0) return false;
     return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
 }
+}  // namespace
 
 template <typename T, int ORDER>
 bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {

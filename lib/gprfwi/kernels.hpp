@@ -226,11 +226,6 @@ template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source,
                             int nt_internal, int m, T* lambda_ey, Stream stream);
 
-/// cpu::imaging_condition (when `img` is non-null and reads a level), then
-/// cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish, reading lambda_ey,
-/// lambda_hx, lambda_hz from `in` and writing them to `out` (the CPML
-/// memories, the same arrays in both, in place); `s` (q and p) is used near
-/// the CPML only.
 /// The sparse work of adjoint step m beside its own: grad_wavelet[shot][m] =
 /// source weights . the lambda_ey it reads (with step m's adjoint source
 /// added); with `inject_next` (m > 0, every receiver node in the adjoint
@@ -246,6 +241,11 @@ struct AdjointSparse {
     bool inject_next;
 };
 
+/// Adjoint step m: cpu::imaging_condition (when `img` is non-null and reads
+/// a level), then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
+/// reading lambda_ey, lambda_hx, lambda_hz from `in` and writing them to
+/// `out` (the CPML memories, the same arrays in both, in place), and the
+/// sparse work of `sparse`; `s` (q and p) is used near the CPML only.
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
