@@ -186,11 +186,13 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // Sources and receivers on the model's edge, next to the CPML: there the GPU
-// adds the source term in a launch of its own (elsewhere, in the step's last).
+// adds the source term in a launch of its own (elsewhere, in the step's last),
+// and the adjoint source of its receivers in the frame's pass 3 (elsewhere,
+// in further blocks of that launch).
 TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
     SKIP_WITHOUT_GPU();
     const Grid g{70, 55, 0.02, 0.025};
-    const Model model = test::heterogeneous_model(g, 41);
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
     for (const Precision precision : {Precision::double_precision, Precision::single}) {
         for (const int order : {2, 8}) {
             const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), order);
@@ -201,12 +203,24 @@ TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
             PropagatorOptions opt = test::double_options(order, 0);
             opt.cpml.widths = {9, 12, 10, 11};
             opt.precision = precision;
-            const Traces cpu = CpuPropagator(opt).forward(model, survey);
+            CpuPropagator cpu_propagator(opt);
+            const Traces cpu = cpu_propagator.forward(model, survey);
+            const Traces observed = cpu_propagator.forward(truth, survey);
+            const GradientResult gc = cpu_propagator.gradient(model, survey, observed);
             opt.backend = BackendKind::cuda;
-            const double e = max_relative(flatten(make_propagator(opt)->forward(model, survey)), flatten(cpu));
-            std::printf("edge sources, stencil %d, %s: traces %.2e\n", order,
-                        precision == Precision::single ? "single" : "double", e);
-            EXPECT_LT(e, precision == Precision::single ? 1e-5 : 1e-12);
+            auto gpu = make_propagator(opt);
+            const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
+            const GradientResult gg = gpu->gradient(model, survey, observed);
+            const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
+            const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
+            const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
+            std::printf("edge sources, stencil %d, %s: traces %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e\n",
+                        order, precision == Precision::single ? "single" : "double", e, e_eps, e_sig, e_wav);
+            const double tolerance = precision == Precision::single ? 1e-5 : 1e-12;
+            EXPECT_LT(e, tolerance);
+            EXPECT_LT(e_eps, tolerance);
+            EXPECT_LT(e_sig, tolerance);
+            EXPECT_LT(e_wav, tolerance);
         }
     }
 }

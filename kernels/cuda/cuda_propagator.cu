@@ -148,13 +148,14 @@ struct DeviceSparse {
     DeviceArray<std::size_t> source_index, row_index, node_index;
     DeviceArray<double> source_weight, row_weight, node_weight, wavelets;
     k::SparseOperators view{};
+    std::vector<int> host_node_shot;  // the receiver nodes, in (shot, index) order
+    std::vector<std::size_t> host_node_index;
 
     DeviceSparse(const PropagationSetup& s, std::size_t& bytes) {
         std::vector<int> src_shot, r_shot, r_begin{0}, n_shot, n_begin{0}, n_row, shot_begin{0};
         std::vector<std::size_t> src_index, r_index, n_index;
         std::vector<double> src_weight, r_weight, n_weight, wav;
-        std::map<std::pair<int, std::size_t>, std::vector<std::pair<int, double>>> by_node;
-        std::vector<std::pair<int, std::size_t>> node_order;
+        std::map<std::pair<int, std::size_t>, std::vector<std::pair<int, double>>> by_node;  // in (shot, index) order
         for (std::size_t si = 0; si < s.shots.size(); ++si) {
             const ShotOperators& op = s.shots[si];
             for (const PointWeight& pw : op.source) {
@@ -169,19 +170,16 @@ struct DeviceSparse {
                 for (const PointWeight& pw : rec) {
                     r_index.push_back(pw.index);
                     r_weight.push_back(pw.weight);
-                    const auto key = std::make_pair(static_cast<int>(si), pw.index);
-                    auto [it, inserted] = by_node.try_emplace(key);
-                    if (inserted) node_order.push_back(key);
-                    it->second.emplace_back(row, pw.weight);
+                    by_node[std::make_pair(static_cast<int>(si), pw.index)].emplace_back(row, pw.weight);
                 }
                 r_begin.push_back(static_cast<int>(r_index.size()));
             }
             wav.insert(wav.end(), op.wavelet_internal.begin(), op.wavelet_internal.end());
         }
-        for (const auto& key : node_order) {
+        for (const auto& [key, entries] : by_node) {
             n_shot.push_back(key.first);
             n_index.push_back(key.second);
-            for (const auto& [row, w] : by_node[key]) {
+            for (const auto& [row, w] : entries) {
                 n_row.push_back(row);
                 n_weight.push_back(w);
             }
@@ -196,6 +194,8 @@ struct DeviceSparse {
         row_weight = DeviceArray<double>(r_weight, bytes);
         node_shot = DeviceArray<int>(n_shot, bytes);
         node_index = DeviceArray<std::size_t>(n_index, bytes);
+        host_node_shot = std::move(n_shot);
+        host_node_index = std::move(n_index);
         node_begin = DeviceArray<int>(n_begin, bytes);
         node_row = DeviceArray<int>(n_row, bytes);
         node_weight = DeviceArray<double>(n_weight, bytes);
@@ -203,7 +203,7 @@ struct DeviceSparse {
         wavelets = DeviceArray<double>(wav, bytes);
         view = {static_cast<int>(src_index.size()), source_shot.get(), source_index.get(), source_weight.get(),
                 static_cast<int>(r_shot.size()), row_shot.get(), row_begin.get(), row_index.get(), row_weight.get(),
-                static_cast<int>(n_shot.size()), node_shot.get(), node_index.get(), node_begin.get(), node_row.get(),
+                static_cast<int>(host_node_shot.size()), node_shot.get(), node_index.get(), node_begin.get(), node_row.get(),
                 node_weight.get(), static_cast<int>(s.shots.size()), shot_source_begin.get()};
     }
 };
@@ -312,8 +312,8 @@ public:
             const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
             if (injected != m)
                 k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
-            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(),
-                                                nt, m, receivers_interior_ && m > 0};
+            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(), nt, m, m > 0,
+                                                frame_first_node_.get()};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
@@ -564,6 +564,20 @@ private:
         return ring_slot(j);
     }
 
+    /// Per shot and pack of the adjoint step's frame, the first receiver node
+    /// in it (k::cuda::AdjointSparse::frame_first_node), or -1.
+    std::vector<int> frame_first_nodes() const {
+        const auto x = x_->view(), z = z_->view();
+        const std::size_t packs = k::cuda::adjoint_frame_packs<T, ORDER>(g_, x, z);
+        std::vector<int> first(packs * s_.shots.size(), -1);
+        const auto& shot = sparse_->host_node_shot;
+        for (std::size_t j = shot.size(); j-- > 0;) {  // the first of a pack is the last seen backwards
+            const int t = k::cuda::adjoint_frame_pack<T, ORDER>(g_, x, z, sparse_->host_node_index[j]);
+            if (t >= 0) first[static_cast<std::size_t>(shot[j]) * packs + static_cast<std::size_t>(t)] = static_cast<int>(j);
+        }
+        return first;
+    }
+
     /// Bytes this engine needs on the device for a forward (and the adjoint
     /// after it), with the kept levels on the device or in a ring of kRing.
     std::size_t bytes_needed(bool gradient, bool levels_on_device = true) const {
@@ -578,6 +592,7 @@ private:
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
         b += 14 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 3), q, p
+        b += n / (16 / sizeof(T)) * sizeof(int);                 // at most, frame_first_node
         if (const int slots = s_.binomial_slots)
             b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
         else if (const int c = s_.checkpoint_steps)
@@ -621,17 +636,11 @@ private:
             fields_[0].emplace(batch_size(), bytes);
             fields_[1].emplace(batch_size(), bytes, false);
             sparse_.emplace(s_, bytes);
-            sources_interior_ = receivers_interior_ = true;
-            for (const auto& op : s_.shots) {
+            sources_interior_ = true;
+            for (const auto& op : s_.shots)
                 for (const PointWeight& p : op.source)
                     sources_interior_ = sources_interior_ &&
                                         k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
-                for (const auto& receiver : op.receivers)
-                    for (const PointWeight& p : receiver)
-                        receivers_interior_ =
-                            receivers_interior_ &&
-                            k::cuda::adjoint_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
-            }
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -647,6 +656,7 @@ private:
             g_next_ = DeviceArray<double>(g_.shot_stride, bytes);
             if (opt_.illumination) illumination_ = DeviceArray<double>(g_.shot_stride, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
+            frame_first_node_ = DeviceArray<int>(frame_first_nodes(), bytes);
             n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
             if constexpr (kScaledStorage<Stored>) {
                 scales_ = DeviceArray<double>(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes);
@@ -733,8 +743,8 @@ private:
     T* level_ey_ = nullptr;  // the kept level holding the current step's Ey (written there), or nullptr
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
-    bool sources_interior_ = false;    // every source point in the step's interior (k::cuda::StepSources)
-    bool receivers_interior_ = false;  // every receiver node in the adjoint step's (k::cuda::AdjointSparse)
+    bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
+    DeviceArray<int> frame_first_node_;  // per shot and pack of the adjoint's frame (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot

@@ -759,16 +759,22 @@ __global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, con
     sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
 }
 
-/// lambda_ey += the adjoint source at step m, at receiver node j (its entries in CPU order).
+/// lambda + the adjoint source at step m at receiver node j (its entries in CPU order).
+template <typename T>
+__device__ __forceinline__ T add_adjoint_source(const SparseOperators& op, const double* adjoint_source, int nt, int m,
+                                                int j, T lambda) {
+    for (int e = op.node_begin[j]; e < op.node_begin[j + 1]; ++e)
+        lambda += static_cast<T>(op.node_weight[e] * adjoint_source[static_cast<std::size_t>(op.node_row[e]) * nt + m]);
+    return lambda;
+}
+
+/// lambda_ey += the adjoint source at step m, at receiver node j.
 template <typename T>
 __device__ __forceinline__ void inject_adjoint_node(const GridParams<T>& g, const SparseOperators& op,
                                                     const double* adjoint_source, int nt, int m, T* lam, int j) {
     if (j >= op.n_nodes) return;
     T& v = lam[op.node_shot[j] * g.shot_stride + op.node_index[j]];
-    T acc = v;
-    for (int e = op.node_begin[j]; e < op.node_begin[j + 1]; ++e)
-        acc += static_cast<T>(op.node_weight[e] * adjoint_source[static_cast<std::size_t>(op.node_row[e]) * nt + m]);
-    v = acc;
+    v = add_adjoint_source(op, adjoint_source, nt, m, j, v);
 }
 
 /// grad_wavelet[s][m] = shot s's source weights . lambda_ey, by one warp.
@@ -957,9 +963,12 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
     store_pack(sc.p_z + o, pz, n);
 }
 
+/// Pass 3 at a pack of the frame; then, when `first` >= 0, the next step's
+/// adjoint source at the receiver nodes first, first + 1, ... of the pack.
 template <typename T, int ORDER>
 __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, const TmFields<T>& adj,
-                                                      const AdjointScratch<T>& sc, int ix0, int iz, int shot) {
+                                                      const AdjointScratch<T>& sc, int ix0, int iz, int shot,
+                                                      const AdjointSparse& sp, int first) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     const int stride = g.stride;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
@@ -984,6 +993,13 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
             dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
         }
         lam.v[j] -= dx * g.inv_dx + dz * g.inv_dz;
+    }
+    for (int j = first; j >= 0 && j < sp.op.n_nodes && sp.op.node_shot[j] == shot; ++j) {
+        const std::ptrdiff_t k = static_cast<std::ptrdiff_t>(sp.op.node_index[j]) - static_cast<std::ptrdiff_t>(i);
+        if (k < 0 || k >= N) break;
+#pragma unroll
+        for (int q = 0; q < N; ++q)
+            if (q == k) lam.v[q] = add_adjoint_source(sp.op, sp.adjoint_source, sp.nt, sp.m - 1, j, lam.v[q]);
     }
     store_pack(adj.ey + o, lam, g.nx - ix0);
 }
@@ -1058,15 +1074,20 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     wait_for_previous_kernel();
     allow_next_kernel();
     const int frame_blocks = static_cast<int>(gridDim.x) - l.inject_blocks;
-    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source, at interior nodes only
-        if (blockIdx.y == 0)
-            inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey,
-                                (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x);
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source at the interior's nodes
+        const int j = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
+        if (blockIdx.y != 0 || j >= sp.op.n_nodes) return;
+        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(sp.op.node_index[j]) - static_cast<std::ptrdiff_t>(g.origin);
+        if (inside(l.box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride)))
+            inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey, j);
         return;
     }
     int ix0, iz;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y);
+    if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) {  // and the adjoint source at the frame's nodes
+        const int first = l.inject_blocks ? sp.frame_first_node[blockIdx.y * l.packs3 + t] : -1;
+        adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y, sp, first);
+    }
 }
 
 template <typename T, typename Stored>
@@ -1140,19 +1161,12 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
 
-namespace {
-/// Whether the node at storage index `index` (of a shot) lies in `box`.
-template <typename T>
-bool interior_contains(const GridParams<T>& g, const Interior& box, std::size_t index) {
+template <typename T, int ORDER>
+bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    const Interior box = step_interior<T, ORDER>(g, x, z);
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
     if (off < 0) return false;
     return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
-}
-}  // namespace
-
-template <typename T, int ORDER>
-bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
-    return interior_contains(g, step_interior<T, ORDER>(g, x, z), index);
 }
 
 template <typename T, typename Stored>
@@ -1213,9 +1227,24 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
 }
 
 template <typename T, int ORDER>
-bool adjoint_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                               std::size_t index) {
-    return interior_contains(g, adjoint_interior<T, ORDER>(g, x, z), index);
+int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    return frame_packs(g, adjoint_interior<T, ORDER>(g, x, z));
+}
+
+template <typename T, int ORDER>
+int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
+    constexpr int N = kLanes<T>;
+    const Interior box = adjoint_interior<T, ORDER>(g, x, z);
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
+    const int iz = static_cast<int>(off / g.stride), ix0 = static_cast<int>(off % g.stride) / N * N;
+    if (off < 0 || inside(box, ix0, iz)) return -1;
+    // frame_nodes' order: the rows above and below the interior, then its sides
+    const int row_packs = (g.nx + N - 1) / N;
+    if (iz < box.za) return iz * row_packs + ix0 / N;
+    if (iz >= box.zb) return (box.za + iz - box.zb) * row_packs + ix0 / N;
+    const int left = box.xa / N, side = left + row_packs - box.xb / N;
+    return row_packs * (box.za + g.nz - box.zb) + (iz - box.za) * side +
+           (ix0 < box.xa ? ix0 / N : left + (ix0 - box.xb) / N);
 }
 
 template <typename T, typename Stored>
@@ -1254,8 +1283,9 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
                                     const StepSources*, const StepSamples*, Stream);                                                 \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
-    template bool adjoint_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&,                   \
-                                                      const CpmlAxis<T>&, std::size_t);                           \
+    template int adjoint_frame_packs<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
+    template int adjoint_frame_pack<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,       \
+                                              std::size_t);                                                       \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, Stream);                                                     \

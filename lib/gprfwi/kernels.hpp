@@ -228,10 +228,11 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
 
 /// The sparse work of adjoint step m beside its own: grad_wavelet[shot][m] =
 /// source weights . the lambda_ey it reads (with step m's adjoint source
-/// added); with `inject_next` (m > 0, every receiver node in the adjoint
-/// step's interior: adjoint_interior_contains), also step m - 1's adjoint
-/// source added to the lambda_ey it writes (inject_adjoint_sources'
-/// arguments), which that step then must not add again.
+/// added); with `inject_next` (m > 0), also step m - 1's adjoint source added
+/// to the lambda_ey it writes, which that step then must not add again
+/// (inject_adjoint_sources' arguments; the receiver nodes in (shot, index)
+/// order, and `frame_first_node` the map of adjoint_frame_pack: per shot and
+/// pack of the adjoint step's frame, the first receiver node in it, or -1).
 struct AdjointSparse {
     SparseOperators op;
     double* grad_wavelet;          // [shot][nt_internal]
@@ -239,6 +240,7 @@ struct AdjointSparse {
     int nt;
     int m;
     bool inject_next;
+    const int* frame_first_node;  // [shot][frame pack]
 };
 
 /// Adjoint step m: cpu::imaging_condition (when `img` is non-null and reads
@@ -251,12 +253,14 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
                   const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream);
 
-/// Whether the node at storage index `index` (of a shot) lies in the
-/// interior of adjoint_step<T, ORDER>: the nodes whose lambda_ey its first
-/// launch finishes.
+/// The packs (of 16 bytes) of adjoint_step<T, ORDER>'s frame, the nodes its
+/// first launch does not finish, in one shot; and the frame pack that holds
+/// the node at storage index `index` (of a shot), or -1 for a node of the
+/// interior.
 template <typename T, int ORDER>
-bool adjoint_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                               std::size_t index);
+int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
+template <typename T, int ORDER>
+int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
