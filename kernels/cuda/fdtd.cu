@@ -150,6 +150,16 @@ __host__ __device__ __forceinline__ bool inside(const Interior& b, int ix, int i
     return ix >= b.xa && ix < b.xb && iz >= b.za && iz < b.zb;
 }
 
+/// The column and row of the node at storage index `index` (of a shot); false
+/// for an index before the grid's first node.
+template <typename T>
+__host__ __device__ __forceinline__ bool node_at(const GridParams<T>& g, std::size_t index, int& ix, int& iz) {
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
+    ix = static_cast<int>(off % g.stride);
+    iz = static_cast<int>(off / g.stride);
+    return off >= 0;
+}
+
 /// The marching kernels' launch over `box`: blocks of kStepWarps bands
 /// across (blocks_x), one per segment of kStepRows rows down.
 template <typename T, int ORDER>
@@ -1076,9 +1086,8 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     const int frame_blocks = static_cast<int>(gridDim.x) - l.inject_blocks;
     if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source at the interior's nodes
         const int j = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
-        if (blockIdx.y != 0 || j >= sp.op.n_nodes) return;
-        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(sp.op.node_index[j]) - static_cast<std::ptrdiff_t>(g.origin);
-        if (inside(l.box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride)))
+        int ix, iz;
+        if (blockIdx.y == 0 && j < sp.op.n_nodes && node_at(g, sp.op.node_index[j], ix, iz) && inside(l.box, ix, iz))
             inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey, j);
         return;
     }
@@ -1163,10 +1172,8 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
 
 template <typename T, int ORDER>
 bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
-    const Interior box = step_interior<T, ORDER>(g, x, z);
-    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
-    if (off < 0) return false;
-    return inside(box, static_cast<int>(off % g.stride), static_cast<int>(off / g.stride));
+    int ix, iz;
+    return node_at(g, index, ix, iz) && inside(step_interior<T, ORDER>(g, x, z), ix, iz);
 }
 
 template <typename T, typename Stored>
@@ -1235,9 +1242,9 @@ template <typename T, int ORDER>
 int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
     constexpr int N = kLanes<T>;
     const Interior box = adjoint_interior<T, ORDER>(g, x, z);
-    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(index) - static_cast<std::ptrdiff_t>(g.origin);
-    const int iz = static_cast<int>(off / g.stride), ix0 = static_cast<int>(off % g.stride) / N * N;
-    if (off < 0 || inside(box, ix0, iz)) return -1;
+    int ix, iz;
+    if (!node_at(g, index, ix, iz) || inside(box, ix, iz)) return -1;
+    const int ix0 = ix / N * N;  // the pack's first column
     // frame_nodes' order: the rows above and below the interior, then its sides
     const int row_packs = (g.nx + N - 1) / N;
     if (iz < box.za) return iz * row_packs + ix0 / N;
