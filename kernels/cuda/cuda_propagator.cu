@@ -338,14 +338,18 @@ public:
                     break;
                 case CheckpointAction::store: copy_state(fields(), checkpoint(a.slot)); break;
                 case CheckpointAction::restore:
-                    if (a.slot < 0) zero_fields();
-                    else copy_state(checkpoint(a.slot), fields());
+                    if (a.slot < 0) {
+                        zero_fields();
+                    } else {
+                        level_ey_ = nullptr;  // into the fields' own Ey
+                        copy_state(checkpoint(a.slot), fields());
+                    }
                     cur = a.step;
                     break;
                 case CheckpointAction::reverse: {
                     const int m = a.step;
                     if (m > 0) keep_level(fields().ey, prev, m);
-                    step(m, next, m + 1, false);
+                    step(m, next, m + 1, false, /*ey_into_level=*/true);
                     adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next);
                     cur = m + 1;
                     break;
@@ -357,9 +361,12 @@ public:
             auto slot = [&](int L, int a) { return levels_.get() + static_cast<std::size_t>(L - a) * batch_size(); };
             for (int seg = (nt - 1) / c; seg >= 0; --seg) {
                 const int a = seg * c, b = std::min(nt, a + c);
+                // the state at a; uncompressed levels hold Ey itself, Ey^a copied straight into its slot
+                level_ey_ = nullptr;
+                if constexpr (std::is_same_v<Stored, T>) level_ey_ = slot(a, a);
                 copy_state(checkpoint(seg), fields());
-                if (a > 0) keep_level(fields().ey, slot(a, a), a);
-                for (int m = a; m < b; ++m) step(m, slot(m + 1, a), m + 1, false);
+                if (a > 0 && !level_ey_) keep_level(fields().ey, slot(a, a), a);
+                for (int m = a; m < b; ++m) step(m, slot(m + 1, a), m + 1, false, /*ey_into_level=*/true);
                 for (int m = b - 1; m >= a; --m)
                     adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a));
             }
