@@ -312,14 +312,14 @@ public:
             const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
             if (injected != m)
                 k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
-            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(), nt, m, m > 0,
+            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(), nt, m,
                                                 frame_first_node_.get()};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
             k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, sparse,
                                                     stream_);
-            injected = sparse.inject_next ? m - 1 : -1;
+            injected = m - 1;  // the step added the next one's
             adj_cur = 1 - adj_cur;
             if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);

@@ -1220,7 +1220,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
     l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
-    l.inject_blocks = sparse.inject_next && sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
+    l.inject_blocks = sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
     launch_dependent(adjoint_step_kernel<T, ORDER, Stored>,
                      dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads), stream, g, m, x, z, l,
                      in, out, s, imaging ? *img : ImagingView<T, Stored>{}, sparse);

@@ -228,8 +228,8 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
 
 /// The sparse work of adjoint step m beside its own: grad_wavelet[shot][m] =
 /// source weights . the lambda_ey it reads (with step m's adjoint source
-/// added); with `inject_next` (m > 0), also step m - 1's adjoint source added
-/// to the lambda_ey it writes, which that step then must not add again
+/// added); when m > 0, also step m - 1's adjoint source added to the
+/// lambda_ey it writes, which that step then must not add again
 /// (inject_adjoint_sources' arguments; the receiver nodes in (shot, index)
 /// order, and `frame_first_node` the map of adjoint_frame_pack: per shot and
 /// pack of the adjoint step's frame, the first receiver node in it, or -1).
@@ -239,7 +239,6 @@ struct AdjointSparse {
     const double* adjoint_source;  // [row][nt_internal]
     int nt;
     int m;
-    bool inject_next;
     const int* frame_first_node;  // [shot][frame pack]
 };
 
