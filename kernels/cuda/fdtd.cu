@@ -539,6 +539,37 @@ __device__ __forceinline__ PackProfile<T, N> load_profile(const T* b, const T* a
     return {load_pack<N>(b + ix0), load_pack<N>(a + ix0), load_pack<N>(ik + ix0)};
 }
 
+/// A frame pack's CPML state, loaded with the pack's other loads: whether a
+/// node of the pack lies in an x strip (xp) and the row in a z strip (zp),
+/// and then the memories there (mx, mz) and the coefficients (the x
+/// profiles as packs, the z profile's values at the row), of the half-step
+/// (H nodes) or integer (E nodes) profiles.
+template <typename T, int N>
+struct FrameCpml {
+    bool xp, zp;
+    Pack<T, N> mx, mz;
+    PackProfile<T, N> xc;
+    T zb, za, zk;
+};
+template <bool HALF, typename T, int N = kLanes<T>>
+__device__ __forceinline__ FrameCpml<T, N> load_frame_cpml(const GridParams<T>& g, const CpmlAxis<T>& x,
+                                                           const CpmlAxis<T>& z, const T* psi_x, const T* psi_z,
+                                                           std::size_t o, int ix0, int iz) {
+    FrameCpml<T, N> c{in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx), in_strip(z, iz, g.nz), {}, {}, {},
+                      0, 0, 0};
+    if (c.xp) {
+        c.mx = load_pack<N>(psi_x + o);
+        c.xc = HALF ? load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0)
+                    : load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
+    }
+    if (c.zp) {
+        c.mz = load_pack<N>(psi_z + o);
+        if (HALF) c.zb = z.b_half[iz], c.za = z.a_half[iz], c.zk = z.inv_kappa_half[iz];
+        else c.zb = z.b_int[iz], c.za = z.a_int[iz], c.zk = z.inv_kappa_int[iz];
+    }
+    return c;
+}
+
 // The frame's nodes, one thread per pack, all loads (the CPML memories and
 // profiles too) issued before the arithmetic: H from `f` into `out`, then E
 // from `f` and the new H of `out` (the interior's H is written by then). The
@@ -563,19 +594,7 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
     }
     Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + c);
-    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> px{}, pz{};
-    PackProfile<T, N> xc{};
-    T zb = 0, za = 0, zk = 0;
-    if (xp) {
-        px = load_pack<N>(f.psi_ey_x + o);
-        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
-    }
-    if (zp) {
-        pz = load_pack<N>(f.psi_ey_z + o);
-        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
-    }
+    auto [xp, zp, px, pz, xc, zb, za, zk] = load_frame_cpml<true>(g, x, z, f.psi_ey_x, f.psi_ey_z, o, ix0, iz);
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
@@ -709,19 +728,7 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     }
     Pack<T, N> ey = load_pack<N>(f.ey + o);
     const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
-    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> px{}, pz{};
-    PackProfile<T, N> xc{};
-    T zb = 0, za = 0, zk = 0;
-    if (xp) {
-        px = load_pack<N>(f.psi_hz_x + o);
-        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
-    }
-    if (zp) {
-        pz = load_pack<N>(f.psi_hx_z + o);
-        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
-    }
+    auto [xp, zp, px, pz, xc, zb, za, zk] = load_frame_cpml<false>(g, x, z, f.psi_hz_x, f.psi_hx_z, o, ix0, iz);
     Pack<Stored, N> kept{};
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -863,19 +870,7 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
     const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
     Pack<T, N> lam = load_pack<N>(adj.ey + o);
     // the CPML memories and profiles in the strips, loaded with the rest (as in frame_h_pack)
-    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> mxp{}, pz{};
-    PackProfile<T, N> xc{};
-    T zb = 0, za = 0, zk = 0;
-    if (xp) {
-        mxp = load_pack<N>(adj.psi_hz_x + o);
-        xc = load_profile<T, N>(x.b_int, x.a_int, x.inv_kappa_int, ix0);
-    }
-    if (zp) {
-        pz = load_pack<N>(adj.psi_hx_z + o);
-        zb = z.b_int[iz], za = z.a_int[iz], zk = z.inv_kappa_int[iz];
-    }
+    auto [xp, zp, mxp, pz, xc, zb, za, zk] = load_frame_cpml<false>(g, x, z, adj.psi_hz_x, adj.psi_hx_z, o, ix0, iz);
     Pack<T, N> qx, qz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -922,19 +917,7 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
     }
     Pack<T, N> lhz = load_pack<N>(adj.hz + o), lhx = load_pack<N>(adj.hx + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + i);
-    const bool xp = in_strip(x, ix0, g.nx) || in_strip(x, ix0 + N - 1, g.nx);
-    const bool zp = in_strip(z, iz, g.nz);
-    Pack<T, N> mxp{}, pzm{};
-    PackProfile<T, N> xc{};
-    T zb = 0, za = 0, zk = 0;
-    if (xp) {
-        mxp = load_pack<N>(adj.psi_ey_x + o);
-        xc = load_profile<T, N>(x.b_half, x.a_half, x.inv_kappa_half, ix0);
-    }
-    if (zp) {
-        pzm = load_pack<N>(adj.psi_ey_z + o);
-        zb = z.b_half[iz], za = z.a_half[iz], zk = z.inv_kappa_half[iz];
-    }
+    auto [xp, zp, mxp, pzm, xc, zb, za, zk] = load_frame_cpml<true>(g, x, z, adj.psi_ey_x, adj.psi_ey_z, o, ix0, iz);
     Pack<T, N> px, pz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
