@@ -258,17 +258,11 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
     constexpr int N = S::N, R = S::R, HL = S::HL;
     const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
     if (!w.active) return;  // the whole warp
-    const bool owner = w.owner;
-    const int z0 = w.z0, z1 = w.z1;
-    const std::size_t shot = w.shot;
-    auto at = [&](int r) { return w.at(r); };
-    auto load = [&](const T* a, int r) { return w.load(a, r); };
-    auto load_cq = [&](int r) { return w.load_cq(m, r); };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
         Pack<T, N> h;
-        const Pack<T, N> old = load(in.hx + shot, q), cq = load_cq(q);
+        const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
@@ -277,7 +271,7 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
             dz *= g.inv_dz;
             h.v[j] = old.v[j] - cq.v[j] * dz;
         }
-        if (owner && q >= z0 && q < z1) store_pack(out.hx + shot + at(q), h, N);
+        if (w.owner && q >= w.z0 && q < w.z1) store_pack(out.hx + w.shot + w.at(q), h, N);
         return h;
     };
 
@@ -286,18 +280,18 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
     Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1
     Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
 #pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = load(in.ey + shot, z0 - 2 * R + 1 + i);
+    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = w.load(in.ey + w.shot, w.z0 - 2 * R + 1 + i);
 #pragma unroll
     for (int t = 0; t < 2 * R - 1; ++t) {
-        ew[2 * R - 1] = load(in.ey + shot, z0 + t);
-        hw[t] = hx_row(z0 - R + t, ew);
+        ew[2 * R - 1] = w.load(in.ey + w.shot, w.z0 + t);
+        hw[t] = hx_row(w.z0 - R + t, ew);
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
     }
-    for (int r = z0; r < z1; ++r) {
-        ew[2 * R - 1] = load(in.ey + shot, r + 2 * R - 1);
-        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load_cq(r);
-        const Pack<T, N> ca = load(m.ca, r), cb = load(m.cb, r);
+    for (int r = w.z0; r < w.z1; ++r) {
+        ew[2 * R - 1] = w.load(in.ey + w.shot, r + 2 * R - 1);
+        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+        const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
         hw[2 * R - 1] = hx_row(r + R - 1, ew);
         // Hz^{n+1/2} at row r: Dx+[Ey]
         T e[S::W];
@@ -330,8 +324,8 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
             ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
             if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
-        if (owner) {
-            const std::size_t o = shot + at(r);
+        if (w.owner) {
+            const std::size_t o = w.shot + w.at(r);
             store_pack(out.hz + o, hz, N);
             store_pack(out.ey + o, ey, N);
             if (keep) store_pack(keep + o, kept, N);
@@ -367,52 +361,46 @@ __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, c
     constexpr int N = S::N, R = S::R, HL = S::HL;
     const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
     if (!w.active) return;  // the whole warp
-    const bool owner = w.owner;
-    const int z0 = w.z0, z1 = w.z1;
-    const std::size_t shot = w.shot;
-    auto at = [&](int r) { return w.at(r); };
-    auto load = [&](const T* a, int r) { return w.load(a, r); };
-    auto load_cq = [&](int r) { return w.load_cq(m, r); };
     // q_z = -(cb * lambda_ey) at row r
     auto qz_row = [&](int r) {
-        const Pack<T, N> lam = load(in.ey + shot, r), cb = load(m.cb, r);
+        const Pack<T, N> lam = w.load(in.ey + w.shot, r), cb = w.load(m.cb, r);
         Pack<T, N> v;
 #pragma unroll
         for (int j = 0; j < N; ++j) v.v[j] = -(cb.v[j] * lam.v[j]);
         return v;
     };
-    // lambda_hx at row q from the q_z rows q-R+1 .. q+R (w[0 .. 2R-1]), stored
+    // lambda_hx at row q from the q_z rows q-R+1 .. q+R (qz[0 .. 2R-1]), stored
     // when the row is this warp's; returns p_z = -cq * lambda_hx
-    auto hx_row = [&](int q, const Pack<T, N>* w) {
-        const Pack<T, N> old = load(in.hx + shot, q), cq = load_cq(q);
+    auto hx_row = [&](int q, const Pack<T, N>* qz) {
+        const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
         Pack<T, N> lhx, pz;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
 #pragma unroll
-            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (w[R + k].v[j] - w[R - 1 - k].v[j]);
+            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (qz[R + k].v[j] - qz[R - 1 - k].v[j]);
             lhx.v[j] = old.v[j] - dz * g.inv_dz;
             pz.v[j] = -cq.v[j] * lhx.v[j];
         }
-        if (owner && q >= z0 && q < z1) store_pack(out.hx + shot + at(q), lhx, N);
+        if (w.owner && q >= w.z0 && q < w.z1) store_pack(out.hx + w.shot + w.at(q), lhx, N);
         return pz;
     };
 
     Pack<T, N> qw[2 * R];  // q_z rows r .. r+2R-1
     Pack<T, N> pw[2 * R];  // p_z rows r-R .. r+R-1
 #pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(z0 - 2 * R + 1 + i);
+    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(w.z0 - 2 * R + 1 + i);
 #pragma unroll
     for (int t = 0; t < 2 * R - 1; ++t) {
-        qw[2 * R - 1] = qz_row(z0 + t);
-        pw[t] = hx_row(z0 - R + t, qw);
+        qw[2 * R - 1] = qz_row(w.z0 + t);
+        pw[t] = hx_row(w.z0 - R + t, qw);
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qw[i + 1];
     }
-    for (int r = z0; r < z1; ++r) {
+    for (int r = w.z0; r < w.z1; ++r) {
         qw[2 * R - 1] = qz_row(r + 2 * R - 1);
-        const Pack<T, N> hz_old = load(in.hz + shot, r), cq = load_cq(r);
-        const Pack<T, N> ca = load(m.ca, r), lam = load(in.ey + shot, r);
+        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+        const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
         pw[2 * R - 1] = hx_row(r + R - 1, qw);
         // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z; p_x = cq * lambda_hz
         Pack<T, N> qx;
@@ -444,8 +432,8 @@ __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, c
             const T lam1 = ca.v[j] * lam.v[j];
             ey.v[j] = lam1 - (dx * g.inv_dx + dz * g.inv_dz);
         }
-        if (owner) {
-            const std::size_t o = shot + at(r);
+        if (w.owner) {
+            const std::size_t o = w.shot + w.at(r);
             store_pack(out.hz + o, lhz, N);
             store_pack(out.ey + o, ey, N);
         }
