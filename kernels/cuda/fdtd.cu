@@ -160,16 +160,18 @@ __host__ __device__ __forceinline__ bool node_at(const GridParams<T>& g, std::si
     return off >= 0;
 }
 
-/// The marching kernels' launch over `box`: blocks of kStepWarps bands
-/// across (blocks_x), one per segment of kStepRows rows down.
+/// The marching kernels' launch over `box`, per shot: one warp for each band
+/// of columns across and segment of kStepRows rows down, the bands of a
+/// segment in turn, kStepWarps of them a block. (Blocks of a fixed set of
+/// bands would leave warps idle where the bands do not fill the last block:
+/// at 1000^2, 9 bands in 3 blocks of 4 warps.)
 template <typename T, int ORDER>
-void marching_blocks(const Interior& box, int& blocks_x, int& blocks) {
+void marching_blocks(const Interior& box, int& bands, int& blocks) {
     using S = StepShape<T, ORDER>;
-    blocks_x = blocks = 0;
+    bands = blocks = 0;
     if (box.xb <= box.xa) return;
-    const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
-    blocks_x = (bands + kStepWarps - 1) / kStepWarps;
-    blocks = blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
+    bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
+    blocks = (bands * ((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
 }
 
 /// The nodes at least `before` nodes after the low CPML strips and `after`
@@ -206,31 +208,33 @@ Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 }
 
 /// A warp's place in a marching kernel (interior_block,
-/// adjoint_interior_block): its band of columns from band0's (each lane N
-/// of them, the HL lanes at each edge only neighbours), its segment of rows,
-/// its shot, and whole-pack loads of a row at its lane's columns.
+/// adjoint_interior_block): its band of columns (each lane N of them, the HL
+/// lanes at each edge only neighbours) and segment of rows, from its block's
+/// place among the shot's (marching_blocks), its shot, and whole-pack loads
+/// of a row at its lane's columns.
 template <typename T, int ORDER>
 struct MarchingWarp {
     static constexpr int N = kLanes<T>;
-    bool active = false;  // false: the band lies right of the interior (the warp has nothing to do)
+    bool active = false;  // false: past the shot's last band and segment (the warp has nothing to do)
     bool owner = false;   // this lane stores its columns
     int z0 = 0, z1 = 0, stride = 0;
     std::ptrdiff_t col = 0;  // storage index of (row 0, this lane's first column)
     std::size_t shot = 0;    // offset of the shot's fields
 
-    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int band0, int seg,
+    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int bands, int block,
                                             int shot_index) {
         using S = StepShape<T, ORDER>;
         const int lane = threadIdx.x & 31;
-        const int band_c0 = box.xa + (band0 + static_cast<int>(threadIdx.x) / 32) * S::U * N;
-        active = band_c0 < box.xb;
+        const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
+        const int band_c0 = box.xa + (item - seg * bands) * S::U * N;
+        z0 = box.za + seg * kStepRows;
+        active = z0 < box.zb;
         const int c0 = band_c0 + (lane - S::HL) * N;  // this lane's first column
         owner = lane >= S::HL && lane < 32 - S::HL && c0 < box.xb;
         // Every load is unconditional. The lanes right of the interior that no
         // owner needs (a band's last may reach past the row) read the row's last
         // pack instead; the columns that owners need lie within the stored row.
         col = static_cast<std::ptrdiff_t>(g.origin) + min(c0, g.stride - kMaxHalo - N);
-        z0 = box.za + seg * kStepRows;
         z1 = min(z0 + kStepRows, box.zb);
         stride = g.stride;
         shot = shot_index * g.shot_stride;
@@ -248,15 +252,14 @@ struct MarchingWarp {
     }
 };
 
-/// One interior block: kStepWarps bands from band `band0`, the segment from
-/// row box.za + seg * kStepRows, of one shot.
+/// One interior block, the shot's `block`th of marching_blocks.
 template <typename T, int ORDER, typename Stored>
 __device__ __forceinline__ void interior_block(const GridParams<T>& g, const MaterialView<T>& m, const Interior& box,
-                                               const TmFields<T>& in, const TmFields<T>& out, Stored* keep, int band0,
-                                               int seg, int shot_index) {
+                                               const TmFields<T>& in, const TmFields<T>& out, Stored* keep, int bands,
+                                               int block, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
+    const MarchingWarp<T, ORDER> w(g, box, bands, block, shot_index);
     if (!w.active) return;  // the whole warp
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
@@ -356,10 +359,10 @@ Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const Cp
 template <typename T, int ORDER>
 __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, const MaterialView<T>& m,
                                                        const Interior& box, const TmFields<T>& in,
-                                                       const TmFields<T>& out, int band0, int seg, int shot_index) {
+                                                       const TmFields<T>& out, int bands, int block, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
+    const MarchingWarp<T, ORDER> w(g, box, bands, block, shot_index);
     if (!w.active) return;  // the whole warp
     // q_z = -(cb * lambda_ey) at row r
     auto qz_row = [&](int r) {
@@ -656,10 +659,10 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStre
 }
 
 /// The launch of a step's H (and the interior's E): the interior's blocks
-/// (blocks_x across the bands times the segments) first, then the frame's H,
+/// (marching_blocks over `bands`) first, then the frame's H,
 /// kStepWarps * 32 packs a block; the shot in blockIdx.y.
 struct StepLaunch {
-    int blocks_x, interior_blocks, frame_packs, frame_blocks;
+    int bands, interior_blocks, frame_packs, frame_blocks;
 };
 
 template <typename T, int ORDER, typename Stored>
@@ -670,9 +673,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     allow_next_kernel();
     const int b = blockIdx.x;
     if (b < l.interior_blocks) {
-        const int seg = b / l.blocks_x;
-        interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, (b - seg * l.blocks_x) * kStepWarps, seg,
-                                         blockIdx.y);
+        interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, l.bands, b, blockIdx.y);
         return;
     }
     if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
@@ -997,7 +998,7 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 // step's blocks: each kind alone leaves DRAM bandwidth unused.
 struct AdjointLaunch {
     Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
-    int blocks_x, interior_blocks, packs1, packs2, packs3;
+    int bands, interior_blocks, packs1, packs2, packs3;
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
     int gradient_blocks;            // ... and before them, the source gradient's
     int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
@@ -1027,8 +1028,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
     const int shot = o / per_shot, s = o - shot * per_shot;
     if (s < l.interior_blocks) {
-        const int seg = s / l.blocks_x;
-        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, (s - seg * l.blocks_x) * kStepWarps, seg, shot);
+        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, l.bands, s, shot);
         return;
     }
     const int t = (s - l.interior_blocks) * blockDim.x + threadIdx.x;
@@ -1125,7 +1125,7 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const Interior box = step_interior<T, ORDER>(g, x, z);
     StepLaunch l{0, 0, frame_packs(g, box), 0};
     l.frame_blocks = blocks_for(l.frame_packs, kThreads);
-    marching_blocks<T, ORDER>(box, l.blocks_x, l.interior_blocks);
+    marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
     const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
     const dim3 grid(l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
     launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
@@ -1185,7 +1185,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.packs1 = frame_packs(g, l.ring1);
     l.packs2 = frame_packs(g, l.ring2);
     l.packs3 = frame_packs(g, l.box);
-    marching_blocks<T, ORDER>(l.box, l.blocks_x, l.interior_blocks);
+    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks);
     l.step_blocks = (l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
     const bool imaging = img && (img->ey_prev || img->ey_next);
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
