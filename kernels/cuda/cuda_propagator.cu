@@ -118,11 +118,15 @@ struct DeviceAxis {
 template <typename T>
 struct DeviceFields {
     DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    /// Without `memories`, the psi arrays are left empty (the second buffer
-    /// of the forward fields, which shares them with the first).
-    DeviceFields(std::size_t n, std::size_t& bytes, bool memories = true)
-        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories ? n : 0, bytes),
-          psi_ey_z(memories ? n : 0, bytes), psi_hz_x(memories ? n : 0, bytes), psi_hx_z(memories ? n : 0, bytes) {}
+    /// What a buffer holds of the CPML memories: all, none (the adjoint's
+    /// second, which shares them with the first), or psi_ey_z only (the
+    /// forward's second: the forward step reads it from one buffer and
+    /// writes it to the other, see kernels::cuda::step).
+    enum class Memories { all, none, ey_z };
+    DeviceFields(std::size_t n, std::size_t& bytes, Memories memories = Memories::all)
+        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories == Memories::all ? n : 0, bytes),
+          psi_ey_z(memories != Memories::none ? n : 0, bytes), psi_hz_x(memories == Memories::all ? n : 0, bytes),
+          psi_hx_z(memories == Memories::all ? n : 0, bytes) {}
     void zero(cudaStream_t s) const {
         for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
     }
@@ -132,13 +136,15 @@ struct DeviceFields {
 };
 
 /// Fields whose steps read Ey, Hx, Hz from one buffer and write them to the
-/// other: buffer b's, with the CPML memories (updated in place) of buffer 0.
+/// other: buffer b's, with the CPML memories (updated in place) of buffer 0,
+/// except those buffer b has itself.
 template <typename T>
 k::TmFields<T> buffer_view(const std::array<std::optional<DeviceFields<T>>, 2>& f, int b) {
     k::TmFields<T> v = f[0]->view();
     v.ey = f[b]->ey.get();
     v.hx = f[b]->hx.get();
     v.hz = f[b]->hz.get();
+    if (f[b]->psi_ey_z.get()) v.psi_ey_z = f[b]->psi_ey_z.get();
     return v;
 }
 
@@ -595,7 +601,7 @@ private:
             for (const auto& r : op.receivers) points += r.size();
             points += op.source.size();
         }
-        std::size_t b = 3 * cells * sizeof(T) + 10 * n * sizeof(T) +
+        std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
         b += 14 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 3), q, p
@@ -641,7 +647,7 @@ private:
             x_.emplace(s_.cpml_x, bytes);
             z_.emplace(s_.cpml_z, bytes);
             fields_[0].emplace(batch_size(), bytes);
-            fields_[1].emplace(batch_size(), bytes, false);
+            fields_[1].emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
             sparse_.emplace(s_, bytes);
             sources_interior_ = true;
             for (const auto& op : s_.shots)
@@ -654,7 +660,7 @@ private:
         if (gradient) {
             const std::size_t n = batch_size();
             adjoint_[0].emplace(n, bytes);
-            adjoint_[1].emplace(n, bytes, false);
+            adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::none);
             q_x_ = DeviceArray<T>(n, bytes);
             q_z_ = DeviceArray<T>(n, bytes);
             p_x_ = DeviceArray<T>(n, bytes);

@@ -101,18 +101,25 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 // warp only supply neighbours, and a segment recomputes the 2R - 1 Hx rows
 // above it, so warps never wait for each other; but since neighbours read
 // fields that their owner is replacing, the step reads Ey, Hx, Hz from one
-// buffer and writes them to another. The rest of the grid, the CPML frame
-// (the strips and R nodes more), is updated one thread per pack: its H by
-// further blocks of the same launch, its E by a second launch once all H is
-// written, whose further blocks add the source term when the sources lie in
-// the interior; the receivers are sampled by the next step's launch (it reads
-// what they sample). The CPML memories are read and written only at their
-// own nodes, in place. Each node's arithmetic is the CPU's (update_h then
-// update_e, then the source term), in the same order.
+// buffer and writes them to another. The rows above and below the interior
+// (the z strips of the CPML and R rows more) are marched the same way over
+// the interior's columns, by warps that add the z CPML terms (psi_ey_z, which
+// they recompute for rows a neighbour owns, is double-buffered too). The rest
+// of the grid, the frame (the x strips and R columns more, all rows), is
+// updated one thread per pack: its H by further blocks of the same launch,
+// its E by a second launch once all H is written, whose further blocks add
+// the source term when the sources lie in the interior; the receivers are
+// sampled by the next step's launch (it reads what they sample). The other
+// CPML memories are read and written only at their own nodes, in place. Each
+// node's arithmetic is the CPU's (update_h then update_e, then the source
+// term), in the same order.
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
 // waves: -10% at 1000^2 x 8 shots); 6 blocks an SM (+12% over 5) where the
 // registers allow it without spilling.
 constexpr int kStepWarps = 4, kStepRows = 16;
+// The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
+// measured slower, the whole strip in one segment 40% slower in all).
+constexpr int kStripRows = 4;
 constexpr int step_blocks_per_sm(int order) { return order <= 4 ? 6 : order == 6 ? 5 : 4; }
 
 template <typename T, int ORDER>
@@ -160,16 +167,18 @@ __host__ __device__ __forceinline__ bool node_at(const GridParams<T>& g, std::si
     return off >= 0;
 }
 
-/// The marching kernels' launch over `box`: blocks of kStepWarps bands
-/// across (blocks_x), one per segment of kStepRows rows down.
+/// The marching kernels' launch over `box`, per shot: one warp for each band
+/// of columns across and segment of kStepRows rows down, the bands of a
+/// segment in turn, kStepWarps of them a block. (Blocks of a fixed set of
+/// bands would leave warps idle where the bands do not fill the last block:
+/// at 1000^2, 9 bands in 3 blocks of 4 warps.)
 template <typename T, int ORDER>
-void marching_blocks(const Interior& box, int& blocks_x, int& blocks) {
+void marching_blocks(const Interior& box, int& bands, int& blocks) {
     using S = StepShape<T, ORDER>;
-    blocks_x = blocks = 0;
+    bands = blocks = 0;
     if (box.xb <= box.xa) return;
-    const int bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
-    blocks_x = (bands + kStepWarps - 1) / kStepWarps;
-    blocks = blocks_x * ((box.zb - box.za + kStepRows - 1) / kStepRows);
+    bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
+    blocks = (bands * ((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
 }
 
 /// The nodes at least `before` nodes after the low CPML strips and `after`
@@ -206,35 +215,59 @@ Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 }
 
 /// A warp's place in a marching kernel (interior_block,
-/// adjoint_interior_block): its band of columns from band0's (each lane N
-/// of them, the HL lanes at each edge only neighbours), its segment of rows,
-/// its shot, and whole-pack loads of a row at its lane's columns.
+/// adjoint_interior_block): its band of columns (each lane N of them, the HL
+/// lanes at each edge only neighbours) and segment of rows, from its block's
+/// place among the shot's (marching_blocks), its shot, and whole-pack loads
+/// of a row at its lane's columns.
+struct ZStrips {};  // MarchingWarp's tag for the z strips' blocks
+
 template <typename T, int ORDER>
 struct MarchingWarp {
     static constexpr int N = kLanes<T>;
-    bool active = false;  // false: the band lies right of the interior (the warp has nothing to do)
+    bool active = false;  // false: past the shot's last band and segment (the warp has nothing to do)
     bool owner = false;   // this lane stores its columns
     int z0 = 0, z1 = 0, stride = 0;
     std::ptrdiff_t col = 0;  // storage index of (row 0, this lane's first column)
     std::size_t shot = 0;    // offset of the shot's fields
 
-    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int band0, int seg,
+    /// In the shot's `block`th block of the interior's (marching_blocks).
+    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int bands, int block,
                                             int shot_index) {
+        const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
+        const int za = box.za + seg * kStepRows;
+        place(g, box, item - seg * bands, za, min(za + kStepRows, box.zb), shot_index);
+    }
+    /// In the shot's `block`th block of the z strips' (z_strip_blocks): the
+    /// bands of each segment of kStripRows rows above the interior, then of
+    /// those below.
+    __device__ __forceinline__ MarchingWarp(ZStrips, const GridParams<T>& g, const Interior& box, int bands,
+                                            int block, int shot_index) {
+        const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
+        const int above = (box.za + kStripRows - 1) / kStripRows;
+        const int za = seg < above ? seg * kStripRows : box.zb + (seg - above) * kStripRows;
+        place(g, box, item - seg * bands, za, min(za + kStripRows, seg < above ? box.za : g.nz), shot_index);
+    }
+
+private:
+    __device__ __forceinline__ void place(const GridParams<T>& g, const Interior& box, int band, int za, int zb,
+                                          int shot_index) {
         using S = StepShape<T, ORDER>;
         const int lane = threadIdx.x & 31;
-        const int band_c0 = box.xa + (band0 + static_cast<int>(threadIdx.x) / 32) * S::U * N;
-        active = band_c0 < box.xb;
+        const int band_c0 = box.xa + band * S::U * N;
+        z0 = za;
+        z1 = zb;
+        active = z0 < z1;
         const int c0 = band_c0 + (lane - S::HL) * N;  // this lane's first column
         owner = lane >= S::HL && lane < 32 - S::HL && c0 < box.xb;
         // Every load is unconditional. The lanes right of the interior that no
         // owner needs (a band's last may reach past the row) read the row's last
         // pack instead; the columns that owners need lie within the stored row.
         col = static_cast<std::ptrdiff_t>(g.origin) + min(c0, g.stride - kMaxHalo - N);
-        z0 = box.za + seg * kStepRows;
-        z1 = min(z0 + kStepRows, box.zb);
         stride = g.stride;
         shot = shot_index * g.shot_stride;
     }
+
+public:
     /// Storage index of row r at this lane's columns (of a coefficient array; add `shot` for a field).
     __device__ __forceinline__ std::ptrdiff_t at(int r) const { return col + static_cast<std::ptrdiff_t>(r) * stride; }
     __device__ __forceinline__ Pack<T, N> load(const T* a, int r) const { return load_pack<N>(a + at(r)); }
@@ -248,30 +281,54 @@ struct MarchingWarp {
     }
 };
 
-/// One interior block: kStepWarps bands from band `band0`, the segment from
-/// row box.za + seg * kStepRows, of one shot.
-template <typename T, int ORDER, typename Stored>
-__device__ __forceinline__ void interior_block(const GridParams<T>& g, const MaterialView<T>& m, const Interior& box,
-                                               const TmFields<T>& in, const TmFields<T>& out, Stored* keep, int band0,
-                                               int seg, int shot_index) {
+/// One marching warp of the forward step: in the interior (ZS false), or in
+/// the z strips (ZS: the rows above and below the interior, over its
+/// columns, where the x-stencils reach no CPML node either), which adds the
+/// z CPML terms of the CPU's update_h and update_e in its strip rows (psi_ey_z
+/// from `in` to `out`, as the warp recomputes Hx rows of the segment above;
+/// psi_hx_z, read and written at its own rows only, in place) and takes Hx
+/// outside the grid as the zero halo.
+template <typename T, int ORDER, typename Stored, bool ZS>
+__device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const MaterialView<T>& m,
+                                                   const CpmlAxis<T>& z, const TmFields<T>& in,
+                                                   const TmFields<T>& out, Stored* keep,
+                                                   const MarchingWarp<T, ORDER>& w) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
     if (!w.active) return;  // the whole warp
+    // Ey^n at row r; a strip's rows beyond the zero halo (which feed only Hx rows outside the grid) read its last
+    auto ey_row = [&](int r) {
+        if (ZS) r = max(-kMaxHalo, min(r, g.nz + kMaxHalo - 1));
+        return w.load(in.ey + w.shot, r);
+    };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
     auto hx_row = [&](int q, const Pack<T, N>* e) {
-        Pack<T, N> h;
+        Pack<T, N> h{};
+        if (ZS && (q < 0 || q >= g.nz)) return h;
         const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
+        const bool zp = ZS && in_strip(z, q, g.nz);
+        const bool own = w.owner && q >= w.z0 && q < w.z1;
+        Pack<T, N> psi;
+        T zb = 0, za = 0, zk = 0;
+        if (zp) {
+            psi = w.load(in.psi_ey_z + w.shot, q);
+            zb = z.b_half[q], za = z.a_half[q], zk = z.inv_kappa_half[q];
+        }
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
 #pragma unroll
             for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
             dz *= g.inv_dz;
+            if (zp) {
+                psi.v[j] = zb * psi.v[j] + za * dz;
+                dz = dz * zk + psi.v[j];
+            }
             h.v[j] = old.v[j] - cq.v[j] * dz;
         }
-        if (w.owner && q >= w.z0 && q < w.z1) store_pack(out.hx + w.shot + w.at(q), h, N);
+        if (own) store_pack(out.hx + w.shot + w.at(q), h, N);
+        if (zp && own) store_pack(out.psi_ey_z + w.shot + w.at(q), psi, N);
         return h;
     };
 
@@ -280,16 +337,16 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
     Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1
     Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
 #pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = w.load(in.ey + w.shot, w.z0 - 2 * R + 1 + i);
+    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ey_row(w.z0 - 2 * R + 1 + i);
 #pragma unroll
     for (int t = 0; t < 2 * R - 1; ++t) {
-        ew[2 * R - 1] = w.load(in.ey + w.shot, w.z0 + t);
+        ew[2 * R - 1] = ey_row(w.z0 + t);
         hw[t] = hx_row(w.z0 - R + t, ew);
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
     }
     for (int r = w.z0; r < w.z1; ++r) {
-        ew[2 * R - 1] = w.load(in.ey + w.shot, r + 2 * R - 1);
+        ew[2 * R - 1] = ey_row(r + 2 * R - 1);
         const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
         const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
         hw[2 * R - 1] = hx_row(r + R - 1, ew);
@@ -308,6 +365,13 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
         // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
         T h[S::W];
         lane_window<N, HL>(hz, h);
+        const bool zp = ZS && in_strip(z, r, g.nz);
+        Pack<T, N> psi;
+        T zb = 0, za = 0, zk = 0;
+        if (zp) {
+            psi = w.load(in.psi_hx_z + w.shot, r);
+            zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
+        }
         Pack<T, N> ey;
         Pack<Stored, N> kept{};
 #pragma unroll
@@ -320,6 +384,10 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
             }
             dx *= g.inv_dx;
             dz *= g.inv_dz;
+            if (zp) {
+                psi.v[j] = zb * psi.v[j] + za * dz;
+                dz = dz * zk + psi.v[j];
+            }
             // Ey^{n+1} = ca*Ey^n + cb*curlH
             ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
             if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
@@ -329,6 +397,7 @@ __device__ __forceinline__ void interior_block(const GridParams<T>& g, const Mat
             store_pack(out.hz + o, hz, N);
             store_pack(out.ey + o, ey, N);
             if (keep) store_pack(keep + o, kept, N);
+            if (zp) store_pack(in.psi_hx_z + o, psi, N);
         }
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) {
@@ -356,10 +425,10 @@ Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const Cp
 template <typename T, int ORDER>
 __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, const MaterialView<T>& m,
                                                        const Interior& box, const TmFields<T>& in,
-                                                       const TmFields<T>& out, int band0, int seg, int shot_index) {
+                                                       const TmFields<T>& out, int bands, int block, int shot_index) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const MarchingWarp<T, ORDER> w(g, box, band0, seg, shot_index);
+    const MarchingWarp<T, ORDER> w(g, box, bands, block, shot_index);
     if (!w.active) return;  // the whole warp
     // q_z = -(cb * lambda_ey) at row r
     auto qz_row = [&](int r) {
@@ -612,7 +681,7 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
     store_pack(out.hx + o, hx, n);
     store_pack(out.hz + o, hz, n);
     if (xp) store_pack(f.psi_ey_x + o, px, n);
-    if (zp) store_pack(f.psi_ey_z + o, pz, n);
+    if (zp) store_pack(out.psi_ey_z + o, pz, n);
 }
 
 // Programmatic dependent launch (Hopper): the forward step's two kernels and
@@ -655,12 +724,22 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStre
     GPRFWI_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
-/// The launch of a step's H (and the interior's E): the interior's blocks
-/// (blocks_x across the bands times the segments) first, then the frame's H,
-/// kStepWarps * 32 packs a block; the shot in blockIdx.y.
+/// The launch of a step's H (and the marching warps' E): the z strips'
+/// blocks first (their warps march farther), then the interior's
+/// (marching_blocks over `bands`), then the frame's H, kStepWarps * 32 packs
+/// a block, then the receivers'; the shot in blockIdx.y. The frame is what
+/// the marching warps leave: all but the interior's columns.
 struct StepLaunch {
-    int blocks_x, interior_blocks, frame_packs, frame_blocks;
+    Interior frame;  // the box outside which the frame lies
+    int bands, strip_blocks, interior_blocks, frame_packs, frame_blocks;
 };
+
+/// The z strips' blocks per shot: a warp for each band and segment of
+/// kStripRows rows above and below the interior.
+inline int z_strip_blocks(const Interior& box, int nz, int bands) {
+    const int segs = (box.za + kStripRows - 1) / kStripRows + (nz - box.zb + kStripRows - 1) / kStripRows;
+    return (segs * bands + kStepWarps - 1) / kStepWarps;
+}
 
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
@@ -668,11 +747,15 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
                 TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
     wait_for_previous_kernel();
     allow_next_kernel();
-    const int b = blockIdx.x;
+    if (static_cast<int>(blockIdx.x) < l.strip_blocks) {
+        const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.bands, blockIdx.x, blockIdx.y);
+        marching_step_warp<T, ORDER, Stored, true>(g, m, z, in, out, keep, w);
+        return;
+    }
+    const int b = blockIdx.x - l.strip_blocks;
     if (b < l.interior_blocks) {
-        const int seg = b / l.blocks_x;
-        interior_block<T, ORDER, Stored>(g, m, box, in, out, keep, (b - seg * l.blocks_x) * kStepWarps, seg,
-                                         blockIdx.y);
+        const MarchingWarp<T, ORDER> w(g, box, l.bands, b, blockIdx.y);
+        marching_step_warp<T, ORDER, Stored, false>(g, m, z, in, out, keep, w);
         return;
     }
     if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
@@ -683,7 +766,8 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     }
     const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
     int ix0, iz;
-    if (t < l.frame_packs && frame_nodes(g, box, t, ix0, iz)) frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
+    if (t < l.frame_packs && frame_nodes(g, l.frame, t, ix0, iz))
+        frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
 }
 
 template <typename T, int ORDER, typename Stored>
@@ -997,7 +1081,7 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 // step's blocks: each kind alone leaves DRAM bandwidth unused.
 struct AdjointLaunch {
     Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
-    int blocks_x, interior_blocks, packs1, packs2, packs3;
+    int bands, interior_blocks, packs1, packs2, packs3;
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
     int gradient_blocks;            // ... and before them, the source gradient's
     int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
@@ -1027,8 +1111,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
     const int shot = o / per_shot, s = o - shot * per_shot;
     if (s < l.interior_blocks) {
-        const int seg = s / l.blocks_x;
-        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, (s - seg * l.blocks_x) * kStepWarps, seg, shot);
+        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, l.bands, s, shot);
         return;
     }
     const int t = (s - l.interior_blocks) * blockDim.x + threadIdx.x;
@@ -1123,11 +1206,14 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const StepSamples* samples, Stream stream) {
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
-    StepLaunch l{0, 0, frame_packs(g, box), 0};
+    StepLaunch l{};
+    marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
+    l.strip_blocks = l.bands ? z_strip_blocks(box, g.nz, l.bands) : 0;
+    l.frame = l.bands ? Interior{box.xa, box.xb, 0, g.nz} : box;
+    l.frame_packs = frame_packs(g, l.frame);
     l.frame_blocks = blocks_for(l.frame_packs, kThreads);
-    marching_blocks<T, ORDER>(box, l.blocks_x, l.interior_blocks);
     const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
-    const dim3 grid(l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
+    const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
     launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
                      samples ? *samples : StepSamples{});
     // the frame's E, and the source term when its points lie in the interior (whose E is done)
@@ -1136,7 +1222,7 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (l.frame_blocks + inject_blocks > 0) {
         const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
         launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
-                         box, l.frame_blocks, merged ? *sources : StepSources{});
+                         l.frame, l.frame_blocks, merged ? *sources : StepSources{});
     }
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
 }
@@ -1185,7 +1271,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.packs1 = frame_packs(g, l.ring1);
     l.packs2 = frame_packs(g, l.ring2);
     l.packs3 = frame_packs(g, l.box);
-    marching_blocks<T, ORDER>(l.box, l.blocks_x, l.interior_blocks);
+    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks);
     l.step_blocks = (l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
     const bool imaging = img && (img->ey_prev || img->ey_next);
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;

@@ -196,9 +196,10 @@ struct StepSamples {
 };
 
 /// cpu::update_h then cpu::update_e, then the source term when `sources` is
-/// non-null, reading Ey, Hx and Hz from `in` and writing them to `out` (the
-/// CPML memories, which must be the same arrays in both, are updated in
-/// place); also writes Ey^{n+1} to `keep` (a kept level) when non-null, and
+/// non-null, reading Ey, Hx, Hz and psi_ey_z from `in` and writing them to
+/// `out`, which must be other arrays (warps recompute rows their neighbours
+/// own); the other CPML memories, the same arrays in both, are updated in
+/// place. Also writes Ey^{n+1} to `keep` (a kept level) when non-null, and
 /// samples `in.ey` into the traces when `samples` is non-null.
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
