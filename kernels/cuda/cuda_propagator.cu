@@ -118,15 +118,16 @@ struct DeviceAxis {
 template <typename T>
 struct DeviceFields {
     DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    /// What a buffer holds of the CPML memories: all, none (the adjoint's
-    /// second, which shares them with the first), or psi_ey_z only (the
+    /// What a buffer holds of the CPML memories: all, psi_ey_z only (the
     /// forward's second: the forward step reads it from one buffer and
-    /// writes it to the other, see kernels::cuda::step).
-    enum class Memories { all, none, ey_z };
+    /// writes it to the other, see kernels::cuda::step), or psi_ey_z and
+    /// psi_hx_z (the adjoint's second, likewise); a second buffer shares the
+    /// others with the first.
+    enum class Memories { all, ey_z, z };
     DeviceFields(std::size_t n, std::size_t& bytes, Memories memories = Memories::all)
         : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories == Memories::all ? n : 0, bytes),
-          psi_ey_z(memories != Memories::none ? n : 0, bytes), psi_hz_x(memories == Memories::all ? n : 0, bytes),
-          psi_hx_z(memories == Memories::all ? n : 0, bytes) {}
+          psi_ey_z(n, bytes), psi_hz_x(memories == Memories::all ? n : 0, bytes),
+          psi_hx_z(memories != Memories::ey_z ? n : 0, bytes) {}
     void zero(cudaStream_t s) const {
         for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
     }
@@ -145,6 +146,7 @@ k::TmFields<T> buffer_view(const std::array<std::optional<DeviceFields<T>>, 2>& 
     v.hx = f[b]->hx.get();
     v.hz = f[b]->hz.get();
     if (f[b]->psi_ey_z.get()) v.psi_ey_z = f[b]->psi_ey_z.get();
+    if (f[b]->psi_hx_z.get()) v.psi_hx_z = f[b]->psi_hx_z.get();
     return v;
 }
 
@@ -604,7 +606,7 @@ private:
         std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
-        b += 14 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 3), q, p
+        b += 16 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5), q, p
         b += n / (16 / sizeof(T)) * sizeof(int);                 // at most, frame_first_node
         if (const int slots = s_.binomial_slots)
             b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
@@ -660,7 +662,7 @@ private:
         if (gradient) {
             const std::size_t n = batch_size();
             adjoint_[0].emplace(n, bytes);
-            adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::none);
+            adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::z);
             q_x_ = DeviceArray<T>(n, bytes);
             q_z_ = DeviceArray<T>(n, bytes);
             p_x_ = DeviceArray<T>(n, bytes);

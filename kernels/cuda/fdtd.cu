@@ -415,6 +415,14 @@ Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const Cp
     return interior_box(g, x, z, ORDER - 1, ORDER - 1);
 }
 
+/// What the adjoint step's warps march: the interior's columns, all rows (the
+/// interior and the z strips); the frame is outside it.
+template <typename T, int ORDER>
+Interior adjoint_march(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    const Interior b = adjoint_interior<T, ORDER>(g, x, z);
+    return b.xb > b.xa ? Interior{b.xa, b.xb, 0, g.nz} : b;
+}
+
 /// One block of the adjoint step's interior, marched like interior_block:
 /// pass 1 (t = cb*lambda_ey, q_x = t, q_z = -t, lambda_ey *= ca), pass 2
 /// (lambda_h -= D+[q], p = +-cq*lambda_h) and pass 3 (lambda_ey -= D-[p]) of
@@ -422,36 +430,73 @@ Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const Cp
 /// operations in the same order, q and p in registers: at row r it holds the
 /// q_z rows r .. r+2R-1, computes lambda_hx and p_z one row ahead (r+R-1),
 /// lambda_hz and p_x at r (q_x = -q_z of the lanes around) and lambda_ey at r.
-template <typename T, int ORDER>
-__device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, const MaterialView<T>& m,
-                                                       const Interior& box, const TmFields<T>& in,
-                                                       const TmFields<T>& out, int bands, int block, int shot_index) {
+/// In the z strips (ZS: the rows above and below the interior, over its
+/// columns), the warp adds the z CPML terms of passes 1 and 2 in its strip
+/// rows (psi_hx_z and psi_ey_z from `in` to `out`, as it recomputes rows of
+/// the segment above) and takes lambda_hx and p_z outside the grid as zero.
+template <typename T, int ORDER, bool ZS>
+__device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, const MaterialView<T>& m,
+                                                      const CpmlAxis<T>& z, const TmFields<T>& in,
+                                                      const TmFields<T>& out, const MarchingWarp<T, ORDER>& w) {
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
-    const MarchingWarp<T, ORDER> w(g, box, bands, block, shot_index);
     if (!w.active) return;  // the whole warp
-    // q_z = -(cb * lambda_ey) at row r
+    // q_z = -(cb * lambda_ey) at row r (with the z CPML terms in a strip; zero outside the grid)
     auto qz_row = [&](int r) {
+        Pack<T, N> v{};
+        if (ZS && (r < 0 || r >= g.nz)) return v;
         const Pack<T, N> lam = w.load(in.ey + w.shot, r), cb = w.load(m.cb, r);
-        Pack<T, N> v;
+        const bool zp = ZS && in_strip(z, r, g.nz);
+        const bool own = w.owner && r >= w.z0 && r < w.z1;
+        Pack<T, N> psi;
+        T zb = 0, za = 0, zk = 0;
+        if (zp) {
+            psi = w.load(in.psi_hx_z + w.shot, r);
+            zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
+        }
 #pragma unroll
-        for (int j = 0; j < N; ++j) v.v[j] = -(cb.v[j] * lam.v[j]);
+        for (int j = 0; j < N; ++j) {
+            const T t = cb.v[j] * lam.v[j];
+            v.v[j] = -t;
+            if (zp) {
+                const T mz = psi.v[j] - t;
+                v.v[j] = -t * zk + za * mz;
+                psi.v[j] = zb * mz;
+            }
+        }
+        if (zp && own) store_pack(out.psi_hx_z + w.shot + w.at(r), psi, N);
         return v;
     };
     // lambda_hx at row q from the q_z rows q-R+1 .. q+R (qz[0 .. 2R-1]), stored
-    // when the row is this warp's; returns p_z = -cq * lambda_hx
+    // when the row is this warp's; returns p_z = -cq * lambda_hx (+ the z CPML terms)
     auto hx_row = [&](int q, const Pack<T, N>* qz) {
+        Pack<T, N> lhx, pz{};
+        if (ZS && (q < 0 || q >= g.nz)) return pz;
         const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
-        Pack<T, N> lhx, pz;
+        const bool zp = ZS && in_strip(z, q, g.nz);
+        const bool own = w.owner && q >= w.z0 && q < w.z1;
+        Pack<T, N> psi;
+        T zb = 0, za = 0, zk = 0;
+        if (zp) {
+            psi = w.load(in.psi_ey_z + w.shot, q);
+            zb = z.b_half[q], za = z.a_half[q], zk = z.inv_kappa_half[q];
+        }
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
 #pragma unroll
             for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (qz[R + k].v[j] - qz[R - 1 - k].v[j]);
             lhx.v[j] = old.v[j] - dz * g.inv_dz;
-            pz.v[j] = -cq.v[j] * lhx.v[j];
+            const T sz = -cq.v[j] * lhx.v[j];
+            pz.v[j] = sz;
+            if (zp) {
+                const T mz = psi.v[j] + sz;
+                pz.v[j] = sz * zk + za * mz;
+                psi.v[j] = zb * mz;
+            }
         }
-        if (w.owner && q >= w.z0 && q < w.z1) store_pack(out.hx + w.shot + w.at(q), lhx, N);
+        if (own) store_pack(out.hx + w.shot + w.at(q), lhx, N);
+        if (zp && own) store_pack(out.psi_ey_z + w.shot + w.at(q), psi, N);
         return pz;
     };
 
@@ -471,10 +516,16 @@ __device__ __forceinline__ void adjoint_interior_block(const GridParams<T>& g, c
         const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
         const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
         pw[2 * R - 1] = hx_row(r + R - 1, qw);
-        // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z; p_x = cq * lambda_hz
+        // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z (but for the z CPML terms in a strip); p_x = cq * lambda_hz
         Pack<T, N> qx;
+        if (ZS) {
+            const Pack<T, N> cb = w.load(m.cb, r);
 #pragma unroll
-        for (int j = 0; j < N; ++j) qx.v[j] = -qw[0].v[j];
+            for (int j = 0; j < N; ++j) qx.v[j] = cb.v[j] * lam.v[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; ++j) qx.v[j] = -qw[0].v[j];
+        }
         T q[S::W];
         lane_window<N, HL>(qx, q);
         Pack<T, N> lhz, px;
@@ -963,7 +1014,7 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
         lam.v[j] = ca.v[j] * lam.v[j];
     }
     if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
-    if (zp) store_pack(adj.psi_hx_z + o, pz, n);
+    if (zp && frame) store_pack(out.psi_hx_z + o, pz, n);  // (the marching warps store the ring's)
     store_pack(sc.q_x + o, qx, n);
     store_pack(sc.q_z + o, qz, n);
     if (frame) store_pack(out.ey + o, lam, n);
@@ -1023,7 +1074,7 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
         store_pack(out.hz + o, lhz, n);
         store_pack(out.hx + o, lhx, n);
     }
-    if (zp) store_pack(adj.psi_ey_z + o, pzm, n);
+    if (zp && frame) store_pack(out.psi_ey_z + o, pzm, n);  // (the marching warps store the ring's)
     store_pack(sc.p_x + o, px, n);
     store_pack(sc.p_z + o, pz, n);
 }
@@ -1075,13 +1126,18 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 // and p in the scratch arrays; the interior keeps them in registers and never
 // writes them, so pass 1 also writes q (only) over a ring of interior nodes
 // 2R wide and pass 2 p (only) over a ring R wide: what the frame's passes 2
-// and 3 read there. The imaging condition reads the lambda_ey the step reads
+// and 3 read there. As in the forward step, the z strips (the rows above and
+// below the interior, over its columns) are marched too, so the frame is the
+// x strips (all rows) and the rings lie along them only; the z memories,
+// which the marching warps recompute for rows of the segment above, are read
+// from one buffer and written to the other. The imaging condition reads the lambda_ey the step reads
 // and writes only its accumulators, so its blocks (one thread per pack of
 // nodes, all shots in turn) join the first launch, spread evenly among the
 // step's blocks: each kind alone leaves DRAM bandwidth unused.
 struct AdjointLaunch {
-    Interior box, ring1, ring2;  // the interior, and its parts without the rings of passes 1 and 2
-    int bands, interior_blocks, packs1, packs2, packs3;
+    Interior box, march;         // the interior; with the z strips, all that the warps march (the frame is outside)
+    Interior ring1, ring2;       // `march` without the rings of passes 1 and 2
+    int bands, strip_blocks, interior_blocks, packs1, packs2, packs3;  // per shot
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
     int gradient_blocks;            // ... and before them, the source gradient's
     int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
@@ -1109,15 +1165,23 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
         return;
     }
     const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
-    const int shot = o / per_shot, s = o - shot * per_shot;
+    const int shot = o / per_shot;
+    int s = o - shot * per_shot;
+    if (s < l.strip_blocks) {
+        const MarchingWarp<T, ORDER> w(ZStrips{}, g, l.box, l.bands, s, shot);
+        adjoint_marching_warp<T, ORDER, true>(g, m, z, in, out, w);
+        return;
+    }
+    s -= l.strip_blocks;
     if (s < l.interior_blocks) {
-        adjoint_interior_block<T, ORDER>(g, m, l.box, in, out, l.bands, s, shot);
+        const MarchingWarp<T, ORDER> w(g, l.box, l.bands, s, shot);
+        adjoint_marching_warp<T, ORDER, false>(g, m, z, in, out, w);
         return;
     }
     const int t = (s - l.interior_blocks) * blockDim.x + threadIdx.x;
     int ix0, iz;
     if (t < l.packs1 && frame_nodes(g, l.ring1, t, ix0, iz))
-        adjoint_e_prepare_pack<T>(g, m, x, z, in, out, sc, ix0, iz, shot, !inside(l.box, ix0, iz));
+        adjoint_e_prepare_pack<T>(g, m, x, z, in, out, sc, ix0, iz, shot, !inside(l.march, ix0, iz));
 }
 
 template <typename T, int ORDER>
@@ -1129,7 +1193,7 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     int ix0, iz;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < l.packs2 && frame_nodes(g, l.ring2, t, ix0, iz))
-        adjoint_h_pack<T, ORDER>(g, m, x, z, in, out, sc, ix0, iz, blockIdx.y, !inside(l.box, ix0, iz));
+        adjoint_h_pack<T, ORDER>(g, m, x, z, in, out, sc, ix0, iz, blockIdx.y, !inside(l.march, ix0, iz));
 }
 
 template <typename T, int ORDER>
@@ -1138,16 +1202,16 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     wait_for_previous_kernel();
     allow_next_kernel();
     const int frame_blocks = static_cast<int>(gridDim.x) - l.inject_blocks;
-    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source at the interior's nodes
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // step m - 1's adjoint source at the marched nodes
         const int j = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
         int ix, iz;
-        if (blockIdx.y == 0 && j < sp.op.n_nodes && node_at(g, sp.op.node_index[j], ix, iz) && inside(l.box, ix, iz))
+        if (blockIdx.y == 0 && j < sp.op.n_nodes && node_at(g, sp.op.node_index[j], ix, iz) && inside(l.march, ix, iz))
             inject_adjoint_node(g, sp.op, sp.adjoint_source, sp.nt, sp.m - 1, out.ey, j);
         return;
     }
     int ix0, iz;
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < l.packs3 && frame_nodes(g, l.box, t, ix0, iz)) {  // and the adjoint source at the frame's nodes
+    if (t < l.packs3 && frame_nodes(g, l.march, t, ix0, iz)) {  // and the adjoint source at the frame's nodes
         const int first = l.inject_blocks ? sp.frame_first_node[blockIdx.y * l.packs3 + t] : -1;
         adjoint_e_finish_pack<T, ORDER>(g, out, sc, ix0, iz, blockIdx.y, sp, first);
     }
@@ -1265,14 +1329,16 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
+    l.march = adjoint_march<T, ORDER>(g, x, z);
     constexpr int N = kLanes<T>;
-    l.ring2 = shrink<T>(l.box, R, R);                          // pass 2 gives p to R nodes (whole packs) inside
-    l.ring1 = shrink<T>(l.box, (R + N - 1) / N * N + R, 2 * R);  // pass 1 q to those nodes' stencils
+    l.ring2 = shrink<T>(l.march, R, 0);                          // pass 2 gives p to R nodes (whole packs) inside
+    l.ring1 = shrink<T>(l.march, (R + N - 1) / N * N + R, 0);  // pass 1 q to those nodes' stencils
     l.packs1 = frame_packs(g, l.ring1);
     l.packs2 = frame_packs(g, l.ring2);
-    l.packs3 = frame_packs(g, l.box);
+    l.packs3 = frame_packs(g, l.march);
     marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks);
-    l.step_blocks = (l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
+    l.strip_blocks = l.bands ? z_strip_blocks(l.box, g.nz, l.bands) : 0;
+    l.step_blocks = (l.strip_blocks + l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
     const bool imaging = img && (img->ey_prev || img->ey_next);
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
@@ -1292,13 +1358,13 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
 
 template <typename T, int ORDER>
 int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
-    return frame_packs(g, adjoint_interior<T, ORDER>(g, x, z));
+    return frame_packs(g, adjoint_march<T, ORDER>(g, x, z));
 }
 
 template <typename T, int ORDER>
 int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index) {
     constexpr int N = kLanes<T>;
-    const Interior box = adjoint_interior<T, ORDER>(g, x, z);
+    const Interior box = adjoint_march<T, ORDER>(g, x, z);
     int ix, iz;
     if (!node_at(g, index, ix, iz) || inside(box, ix, iz)) return -1;
     const int ix0 = ix / N * N;  // the pack's first column

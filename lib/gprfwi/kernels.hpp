@@ -245,9 +245,10 @@ struct AdjointSparse {
 
 /// Adjoint step m: cpu::imaging_condition (when `img` is non-null and reads
 /// a level), then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
-/// reading lambda_ey, lambda_hx, lambda_hz from `in` and writing them to
-/// `out` (the CPML memories, the same arrays in both, in place), and the
-/// sparse work of `sparse`; `s` (q and p) is used near the CPML only.
+/// reading lambda_ey, lambda_hx, lambda_hz, psi_hx_z and psi_ey_z from `in`
+/// and writing them to `out`, which must be other arrays (the other CPML
+/// memories, the same arrays in both, in place), and the sparse work of
+/// `sparse`; `s` (q and p) is used near the CPML only.
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
