@@ -268,6 +268,8 @@ private:
     }
 
 public:
+    /// Whether this lane stores row r at its columns.
+    __device__ __forceinline__ bool owns(int r) const { return owner && r >= z0 && r < z1; }
     /// Storage index of row r at this lane's columns (of a coefficient array; add `shot` for a field).
     __device__ __forceinline__ std::ptrdiff_t at(int r) const { return col + static_cast<std::ptrdiff_t>(r) * stride; }
     __device__ __forceinline__ Pack<T, N> load(const T* a, int r) const { return load_pack<N>(a + at(r)); }
@@ -280,6 +282,28 @@ public:
         return v;
     }
 };
+
+/// A marching warp's z CPML state at row r: whether the row lies in a z
+/// strip (never outside ZS warps), and then the memory `psi` at the lane's
+/// columns and the half-step (H rows) or integer (E rows) profile at the row.
+template <typename T, int N>
+struct RowCpml {
+    bool on = false;
+    Pack<T, N> psi;
+    T b = 0, a = 0, ik = 0;
+};
+template <bool HALF, bool ZS, typename T, int ORDER>
+__device__ __forceinline__ RowCpml<T, kLanes<T>> load_row_cpml(const GridParams<T>& g, const CpmlAxis<T>& z,
+                                                               const MarchingWarp<T, ORDER>& w, const T* psi, int r) {
+    RowCpml<T, kLanes<T>> c;
+    c.on = ZS && in_strip(z, r, g.nz);
+    if (c.on) {
+        c.psi = w.load(psi + w.shot, r);
+        if (HALF) c.b = z.b_half[r], c.a = z.a_half[r], c.ik = z.inv_kappa_half[r];
+        else c.b = z.b_int[r], c.a = z.a_int[r], c.ik = z.inv_kappa_int[r];
+    }
+    return c;
+}
 
 /// One marching warp of the forward step: in the interior (ZS false), or in
 /// the z strips (ZS: the rows above and below the interior, over its
@@ -307,28 +331,21 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         Pack<T, N> h{};
         if (ZS && (q < 0 || q >= g.nz)) return h;
         const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
-        const bool zp = ZS && in_strip(z, q, g.nz);
-        const bool own = w.owner && q >= w.z0 && q < w.z1;
-        Pack<T, N> psi;
-        T zb = 0, za = 0, zk = 0;
-        if (zp) {
-            psi = w.load(in.psi_ey_z + w.shot, q);
-            zb = z.b_half[q], za = z.a_half[q], zk = z.inv_kappa_half[q];
-        }
+        auto c = load_row_cpml<true, ZS>(g, z, w, in.psi_ey_z, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
 #pragma unroll
             for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
             dz *= g.inv_dz;
-            if (zp) {
-                psi.v[j] = zb * psi.v[j] + za * dz;
-                dz = dz * zk + psi.v[j];
+            if (c.on) {
+                c.psi.v[j] = c.b * c.psi.v[j] + c.a * dz;
+                dz = dz * c.ik + c.psi.v[j];
             }
             h.v[j] = old.v[j] - cq.v[j] * dz;
         }
-        if (own) store_pack(out.hx + w.shot + w.at(q), h, N);
-        if (zp && own) store_pack(out.psi_ey_z + w.shot + w.at(q), psi, N);
+        if (w.owns(q)) store_pack(out.hx + w.shot + w.at(q), h, N);
+        if (c.on && w.owns(q)) store_pack(out.psi_ey_z + w.shot + w.at(q), c.psi, N);
         return h;
     };
 
@@ -365,13 +382,7 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
         T h[S::W];
         lane_window<N, HL>(hz, h);
-        const bool zp = ZS && in_strip(z, r, g.nz);
-        Pack<T, N> psi;
-        T zb = 0, za = 0, zk = 0;
-        if (zp) {
-            psi = w.load(in.psi_hx_z + w.shot, r);
-            zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
-        }
+        auto c = load_row_cpml<false, ZS>(g, z, w, in.psi_hx_z, r);
         Pack<T, N> ey;
         Pack<Stored, N> kept{};
 #pragma unroll
@@ -384,9 +395,9 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
             }
             dx *= g.inv_dx;
             dz *= g.inv_dz;
-            if (zp) {
-                psi.v[j] = zb * psi.v[j] + za * dz;
-                dz = dz * zk + psi.v[j];
+            if (c.on) {
+                c.psi.v[j] = c.b * c.psi.v[j] + c.a * dz;
+                dz = dz * c.ik + c.psi.v[j];
             }
             // Ey^{n+1} = ca*Ey^n + cb*curlH
             ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
@@ -397,7 +408,7 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
             store_pack(out.hz + o, hz, N);
             store_pack(out.ey + o, ey, N);
             if (keep) store_pack(keep + o, kept, N);
-            if (zp) store_pack(in.psi_hx_z + o, psi, N);
+            if (c.on) store_pack(in.psi_hx_z + o, c.psi, N);
         }
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) {
@@ -446,25 +457,18 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         Pack<T, N> v{};
         if (ZS && (r < 0 || r >= g.nz)) return v;
         const Pack<T, N> lam = w.load(in.ey + w.shot, r), cb = w.load(m.cb, r);
-        const bool zp = ZS && in_strip(z, r, g.nz);
-        const bool own = w.owner && r >= w.z0 && r < w.z1;
-        Pack<T, N> psi;
-        T zb = 0, za = 0, zk = 0;
-        if (zp) {
-            psi = w.load(in.psi_hx_z + w.shot, r);
-            zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
-        }
+        auto c = load_row_cpml<false, ZS>(g, z, w, in.psi_hx_z, r);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             const T t = cb.v[j] * lam.v[j];
             v.v[j] = -t;
-            if (zp) {
-                const T mz = psi.v[j] - t;
-                v.v[j] = -t * zk + za * mz;
-                psi.v[j] = zb * mz;
+            if (c.on) {
+                const T mz = c.psi.v[j] - t;
+                v.v[j] = -t * c.ik + c.a * mz;
+                c.psi.v[j] = c.b * mz;
             }
         }
-        if (zp && own) store_pack(out.psi_hx_z + w.shot + w.at(r), psi, N);
+        if (c.on && w.owns(r)) store_pack(out.psi_hx_z + w.shot + w.at(r), c.psi, N);
         return v;
     };
     // lambda_hx at row q from the q_z rows q-R+1 .. q+R (qz[0 .. 2R-1]), stored
@@ -473,14 +477,7 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         Pack<T, N> lhx, pz{};
         if (ZS && (q < 0 || q >= g.nz)) return pz;
         const Pack<T, N> old = w.load(in.hx + w.shot, q), cq = w.load_cq(m, q);
-        const bool zp = ZS && in_strip(z, q, g.nz);
-        const bool own = w.owner && q >= w.z0 && q < w.z1;
-        Pack<T, N> psi;
-        T zb = 0, za = 0, zk = 0;
-        if (zp) {
-            psi = w.load(in.psi_ey_z + w.shot, q);
-            zb = z.b_half[q], za = z.a_half[q], zk = z.inv_kappa_half[q];
-        }
+        auto c = load_row_cpml<true, ZS>(g, z, w, in.psi_ey_z, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             T dz = 0;
@@ -489,14 +486,14 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
             lhx.v[j] = old.v[j] - dz * g.inv_dz;
             const T sz = -cq.v[j] * lhx.v[j];
             pz.v[j] = sz;
-            if (zp) {
-                const T mz = psi.v[j] + sz;
-                pz.v[j] = sz * zk + za * mz;
-                psi.v[j] = zb * mz;
+            if (c.on) {
+                const T mz = c.psi.v[j] + sz;
+                pz.v[j] = sz * c.ik + c.a * mz;
+                c.psi.v[j] = c.b * mz;
             }
         }
-        if (own) store_pack(out.hx + w.shot + w.at(q), lhx, N);
-        if (zp && own) store_pack(out.psi_ey_z + w.shot + w.at(q), psi, N);
+        if (w.owns(q)) store_pack(out.hx + w.shot + w.at(q), lhx, N);
+        if (c.on && w.owns(q)) store_pack(out.psi_ey_z + w.shot + w.at(q), c.psi, N);
         return pz;
     };
 
