@@ -118,7 +118,8 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 // registers allow it without spilling.
 constexpr int kStepWarps = 4, kStepRows = 16;
 // The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
-// measured slower, the whole strip in one segment 40% slower in all).
+// measured slower; a whole strip as one segment made its warps, marching 25
+// rows, the step's critical path).
 constexpr int kStripRows = 4;
 constexpr int step_blocks_per_sm(int order) { return order <= 4 ? 6 : order == 6 ? 5 : 4; }
 
@@ -214,8 +215,8 @@ Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     return interior_box(g, x, z, ORDER / 2, ORDER / 2 - 1);
 }
 
-/// A warp's place in a marching kernel (interior_block,
-/// adjoint_interior_block): its band of columns (each lane N of them, the HL
+/// A warp's place in a marching kernel (marching_step_warp,
+/// adjoint_marching_warp): its band of columns (each lane N of them, the HL
 /// lanes at each edge only neighbours) and segment of rows, from its block's
 /// place among the shot's (marching_blocks), its shot, and whole-pack loads
 /// of a row at its lane's columns.
@@ -434,7 +435,7 @@ Interior adjoint_march(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     return b.xb > b.xa ? Interior{b.xa, b.xb, 0, g.nz} : b;
 }
 
-/// One block of the adjoint step's interior, marched like interior_block:
+/// One warp of the adjoint step's interior, marched like marching_step_warp:
 /// pass 1 (t = cb*lambda_ey, q_x = t, q_z = -t, lambda_ey *= ca), pass 2
 /// (lambda_h -= D+[q], p = +-cq*lambda_h) and pass 3 (lambda_ey -= D-[p]) of
 /// cpu::adjoint_e_prepare, adjoint_h, adjoint_e_finish, with the same
