@@ -198,6 +198,11 @@ Interior interior_box(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAx
     return b;
 }
 
+/// What the marching warps of a step with interior `b` cover: its columns,
+/// all rows (the interior and the z strips above and below it); the frame
+/// lies outside.
+inline Interior with_z_strips(const Interior& b, int nz) { return b.xb > b.xa ? Interior{b.xa, b.xb, 0, nz} : b; }
+
 /// `b` without its outer `dx` columns (rounded up to whole packs) and `dz` rows.
 template <typename T>
 Interior shrink(Interior b, int dx, int dz) {
@@ -427,12 +432,10 @@ Interior adjoint_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const Cp
     return interior_box(g, x, z, ORDER - 1, ORDER - 1);
 }
 
-/// What the adjoint step's warps march: the interior's columns, all rows (the
-/// interior and the z strips); the frame is outside it.
+/// What the adjoint step's warps march (with_z_strips).
 template <typename T, int ORDER>
 Interior adjoint_march(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
-    const Interior b = adjoint_interior<T, ORDER>(g, x, z);
-    return b.xb > b.xa ? Interior{b.xa, b.xb, 0, g.nz} : b;
+    return with_z_strips(adjoint_interior<T, ORDER>(g, x, z), g.nz);
 }
 
 /// One warp of the adjoint step's interior, marched like marching_step_warp:
@@ -784,7 +787,7 @@ struct StepLaunch {
 };
 
 /// The z strips' blocks per shot: a warp for each band and segment of
-/// kStripRows rows above and below the interior.
+/// kStripRows rows above and below the interior (none without bands).
 inline int z_strip_blocks(const Interior& box, int nz, int bands) {
     const int segs = (box.za + kStripRows - 1) / kStripRows + (nz - box.zb + kStripRows - 1) / kStripRows;
     return (segs * bands + kStepWarps - 1) / kStepWarps;
@@ -822,7 +825,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32)
     frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep, Interior box, int frame_blocks, StepSources src) {
+                   Stored* keep, Interior frame, int frame_blocks, StepSources src) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     wait_for_previous_kernel();
     allow_next_kernel();
@@ -833,7 +836,7 @@ __global__ void __launch_bounds__(kStepWarps * 32)
         return;
     }
     int ix0, iz;
-    if (!frame_nodes(g, box, blockIdx.x * blockDim.x + threadIdx.x, ix0, iz)) return;
+    if (!frame_nodes(g, frame, blockIdx.x * blockDim.x + threadIdx.x, ix0, iz)) return;
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;
     const std::size_t o = c + blockIdx.y * g.shot_stride;
@@ -1128,10 +1131,11 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 // below the interior, over its columns) are marched too, so the frame is the
 // x strips (all rows) and the rings lie along them only; the z memories,
 // which the marching warps recompute for rows of the segment above, are read
-// from one buffer and written to the other. The imaging condition reads the lambda_ey the step reads
-// and writes only its accumulators, so its blocks (one thread per pack of
-// nodes, all shots in turn) join the first launch, spread evenly among the
-// step's blocks: each kind alone leaves DRAM bandwidth unused.
+// from one buffer and written to the other. The imaging condition reads the
+// lambda_ey the step reads and writes only its accumulators, so its blocks
+// (one thread per pack of nodes, all shots in turn) join the first launch,
+// spread evenly among the step's blocks: each kind alone leaves DRAM
+// bandwidth unused.
 struct AdjointLaunch {
     Interior box, march;         // the interior; with the z strips, all that the warps march (the frame is outside)
     Interior ring1, ring2;       // `march` without the rings of passes 1 and 2
@@ -1270,8 +1274,8 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const Interior box = step_interior<T, ORDER>(g, x, z);
     StepLaunch l{};
     marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
-    l.strip_blocks = l.bands ? z_strip_blocks(box, g.nz, l.bands) : 0;
-    l.frame = l.bands ? Interior{box.xa, box.xb, 0, g.nz} : box;
+    l.strip_blocks = z_strip_blocks(box, g.nz, l.bands);
+    l.frame = with_z_strips(box, g.nz);
     l.frame_packs = frame_packs(g, l.frame);
     l.frame_blocks = blocks_for(l.frame_packs, kThreads);
     const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
@@ -1335,7 +1339,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.packs2 = frame_packs(g, l.ring2);
     l.packs3 = frame_packs(g, l.march);
     marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks);
-    l.strip_blocks = l.bands ? z_strip_blocks(l.box, g.nz, l.bands) : 0;
+    l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
     l.step_blocks = (l.strip_blocks + l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
     const bool imaging = img && (img->ey_prev || img->ey_next);
     const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
