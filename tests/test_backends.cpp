@@ -227,8 +227,8 @@ TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
 
 // CPML strips of several widths: the GPU's adjoint step does its x strips
 // (the columns left and right of what its warps march) in tiles of a whole
-// strip's width, and leaves strips too wide for a tile's shared memory to
-// its frame kernels.
+// strip's width and 32, 16 or 8 rows, the most whose shared arrays fit in
+// 32 KiB, and leaves strips too wide for 8 rows to its frame kernels.
 TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
     SKIP_WITHOUT_GPU();
     struct Case {
@@ -236,11 +236,11 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
         int order, left, right;
         const char* adjoint;  // what does the adjoint's x strips at this width
     };
-    const Case cases[] = {{Precision::single, 4, 40, 9, "tiles"},
-                          {Precision::single, 4, 130, 12, "the frame kernels"},
-                          {Precision::single, 6, 50, 50, "tiles"},
-                          {Precision::double_precision, 8, 9, 40, "the frame kernels"},
-                          {Precision::double_precision, 4, 70, 9, "the frame kernels"}};
+    const Case cases[] = {{Precision::single, 4, 40, 9, "tiles of 32 rows"},
+                          {Precision::single, 4, 300, 12, "the frame kernels"},
+                          {Precision::single, 6, 50, 50, "tiles of 16 rows"},
+                          {Precision::double_precision, 8, 9, 40, "tiles of 8 rows"},
+                          {Precision::double_precision, 4, 70, 9, "tiles of 8 rows"}};
     const Grid g{70, 55, 0.02, 0.025};
     const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
     for (const Case& c : cases) {

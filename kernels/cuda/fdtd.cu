@@ -754,8 +754,8 @@ __device__ __forceinline__ void allow_next_kernel() {
 #endif
 }
 
-/// Launches kernel<<<grid, block, 0, stream>>>(args...), as a programmatic
-/// dependent launch on GPUs that have it.
+/// Launches kernel<<<grid, block, shared_bytes, stream>>>(args...), as a
+/// programmatic dependent launch on GPUs that have it.
 template <typename... Params, typename... Args>
 void launch_dependent_shared(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
                              cudaStream_t stream, Args&&... args) {
@@ -1128,62 +1128,70 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 }
 
 // The adjoint step's x strips (the columns left and right of what its warps
-// march, all rows) in tiles: a block takes one strip's whole width and
-// kTileRows rows of one shot, and runs the three passes over them with q and
-// p in shared memory, recomputing from `in` what the passes read around the
-// tile: q_x and p_x in columns beside the strip (interior columns without
-// CPML terms, or outside the grid, where they are zero) and q_z and p_z in
-// rows above and below (whose z memories are read from `in`, written to
-// `out`). So a tile reads nothing that another block writes, and joins the
-// step's first launch; the x memories, which only the tile updates, stay in
-// place. One strip's width a tile because recomputing q_x or p_x in another
-// tile's strip columns would read x memories that tile updates.
-constexpr int kTileRows = 16;
+// march, all rows) in tiles: a block takes one strip's whole width and a
+// few rows of one shot and runs the three passes over them, with q and p in
+// shared memory, recomputing from `in` what the passes read around the
+// tile: q_x and p_x in the columns beside the strip (interior columns
+// without CPML terms, or outside the grid, where they are zero) and q_z and
+// p_z in the rows above and below (whose z memories are read from `in` and
+// written to `out`). So a tile reads nothing that another block writes, and
+// joins the step's first launch; the x memories, which only the tile
+// updates, stay in place. A strip's whole width a tile, because
+// recomputing q_x or p_x in another tile's strip columns would read x
+// memories that tile updates. (The forward step's frame in such tiles,
+// Hz and Hx in shared memory, measured 3% slower than its node kernels.)
 
 /// A tile's shape: its columns are `own` packs from the strip's first
-/// column, with `qh` packs more on each side for q_x (p_x needs it R columns
-/// beyond its own `ph` packs each side), its rows kTileRows; the shared arrays
+/// column, with QH packs more on each side for q_x (p_x needs it R columns
+/// beyond its own PH packs each side), its `rows` rows; the shared arrays
 /// q_x (the tile's rows, all its packs), q_z (own packs, 4R - 2 more rows),
-/// p_x (own and ph packs each side), p_z (own packs, 2R - 1 more rows).
+/// p_x (own and PH packs each side), p_z (own packs, 2R - 1 more rows).
 template <typename T, int ORDER>
 struct TileShape {
     static constexpr int N = kLanes<T>, R = ORDER / 2, PH = (R + N - 1) / N, QH = 2 * PH;
-    static constexpr int QZ_ROWS = kTileRows + 4 * R - 2, PZ_ROWS = kTileRows + 2 * R - 1;
-    int own;
+    int own, rows;
     __host__ __device__ int qx_width() const { return (own + 2 * QH) * N; }
     __host__ __device__ int px_width() const { return (own + 2 * PH) * N; }
+    __host__ __device__ int qz_rows() const { return rows + 4 * R - 2; }
+    __host__ __device__ int pz_rows() const { return rows + 2 * R - 1; }
     __host__ __device__ std::size_t values() const {
-        return static_cast<std::size_t>(kTileRows) * qx_width() + static_cast<std::size_t>(QZ_ROWS) * own * N +
-               static_cast<std::size_t>(kTileRows) * px_width() + static_cast<std::size_t>(PZ_ROWS) * own * N;
+        return static_cast<std::size_t>(rows) * (qx_width() + px_width()) +
+               static_cast<std::size_t>(qz_rows() + pz_rows()) * own * N;
     }
 };
 
-/// The adjoint x strips' tiles: the strips' columns [0, left_end) and
-/// [right_begin, nx), `own` packs a tile across, `per_shot` tiles a shot
-/// (the strips alternating down the rows); `own` is 0 when the frame
-/// kernels do the strips instead.
-struct AdjointTiles {
-    int own = 0, left_end = 0, right_begin = 0, per_shot = 0;
+/// The adjoint step's tiles: the strips' columns [0, left_end) and
+/// [right_begin, nx), tiles of `own` packs and `rows` rows, `per_shot`
+/// tiles a shot (the two strips in turn down the rows); `own` is 0 when the
+/// frame kernels do the strips.
+struct StripTiles {
+    int own = 0, rows = 0, left_end = 0, right_begin = 0, per_shot = 0;
     std::size_t shared_bytes = 0;
 };
 
-/// The tiles beside march box `b` (the strips are its sides), or none when a
-/// tile's shared arrays would take more than kMaxTileShared bytes (a wide
-/// CPML: every block of the launch holds them) or there is no interior.
-constexpr std::size_t kMaxTileShared = 24 * 1024;
+/// The tiles beside march box `b` (the strips are its sides): of 32 rows,
+/// or 16 or 8 where those would take more than kMaxTileShared bytes of
+/// shared memory (every block of the launch holds that much); none when 8
+/// rows would too (a wide CPML) or there is no interior. Measured at 1000^2
+/// x 8 shots: 32 rows 1% faster than 16, 8 slower.
+constexpr std::size_t kMaxTileShared = 32 * 1024;
 template <typename T, int ORDER>
-AdjointTiles adjoint_tiles(const GridParams<T>& g, const Interior& b) {
+StripTiles strip_tiles(const GridParams<T>& g, const Interior& b) {
     constexpr int N = kLanes<T>;
-    AdjointTiles t;
+    StripTiles t;
     if (b.xb <= b.xa) return t;
-    const TileShape<T, ORDER> shape{std::max((b.xa + N - 1) / N, (g.nx - b.xb + N - 1) / N)};
-    const std::size_t bytes = shape.values() * sizeof(T);
-    if (bytes > kMaxTileShared) return t;
-    t.own = shape.own;
-    t.left_end = b.xa;
-    t.right_begin = b.xb;
-    t.per_shot = 2 * ((g.nz + kTileRows - 1) / kTileRows);
-    t.shared_bytes = bytes;
+    const int own = std::max((b.xa + N - 1) / N, (g.nx - b.xb + N - 1) / N);
+    for (int rows = 32; rows >= 8; rows /= 2) {
+        const std::size_t bytes = TileShape<T, ORDER>{own, rows}.values() * sizeof(T);
+        if (bytes > kMaxTileShared) continue;
+        t.own = own;
+        t.rows = rows;
+        t.left_end = b.xa;
+        t.right_begin = b.xb;
+        t.per_shot = 2 * ((g.nz + rows - 1) / rows);
+        t.shared_bytes = bytes;
+        break;
+    }
     return t;
 }
 
@@ -1200,15 +1208,15 @@ __device__ __forceinline__ void put(T* a, const Pack<T, N>& v) {
 template <typename T, int ORDER>
 __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                                              const CpmlAxis<T>& z, const TmFields<T>& in, const TmFields<T>& out,
-                                             const AdjointTiles& tiles, int tile, int shot, T* smem) {
+                                             const StripTiles& tiles, int tile, int shot, T* smem) {
     using S = TileShape<T, ORDER>;
-    constexpr int N = S::N, R = S::R, PH = S::PH, QH = S::QH, TR = kTileRows;
-    const S shape{tiles.own};
-    const int own = shape.own, qxw = shape.qx_width(), pxw = shape.px_width(), ow = own * N;
-    T* const sq_x = smem;                       // [TR][qxw], column 0 = first - QH*N
-    T* const sq_z = sq_x + TR * qxw;            // [QZ_ROWS][ow], row 0 = r0 - 2R + 1
-    T* const sp_x = sq_z + S::QZ_ROWS * ow;     // [TR][pxw], column 0 = first - PH*N
-    T* const sp_z = sp_x + TR * pxw;            // [PZ_ROWS][ow], row 0 = r0 - R
+    constexpr int N = S::N, R = S::R, PH = S::PH, QH = S::QH;
+    const S shape{tiles.own, tiles.rows};
+    const int own = shape.own, TR = shape.rows, qxw = shape.qx_width(), pxw = shape.px_width(), ow = own * N;
+    T* const sq_x = smem;                         // [TR][qxw], column 0 = first - QH*N
+    T* const sq_z = sq_x + TR * qxw;              // [qz_rows][ow], row 0 = r0 - 2R + 1
+    T* const sp_x = sq_z + shape.qz_rows() * ow;  // [TR][pxw], column 0 = first - PH*N
+    T* const sp_z = sp_x + TR * pxw;              // [pz_rows][ow], row 0 = r0 - R
     const bool right = tile & 1;
     const int r0 = (tile >> 1) * TR, r1 = min(r0 + TR, g.nz);
     const int first = right ? tiles.right_begin : 0, end = right ? g.nx : tiles.left_end;
@@ -1251,7 +1259,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
         put<T, N>(sq_x + i * qxw + pc * N, qx);
     }
     // pass 1, q_z at the strip's packs, rows r0-2R+1 .. r1+2R-2 (the z memory from `in` to `out` at its rows)
-    for (int t = tid; t < S::QZ_ROWS * own; t += threads) {
+    for (int t = tid; t < shape.qz_rows() * own; t += threads) {
         const int k = t / own, po = t - k * own, r = r0 - 2 * R + 1 + k, c0 = first + po * N;
         Pack<T, N> qz{};
         if (c0 < end && in_grid(r, c0) && r < r1 + 2 * R - 1) {
@@ -1313,7 +1321,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
         put<T, N>(sp_x + i * pxw + pp * N, px);
     }
     // pass 2, lambda_hx and p_z at the strip's packs, rows r0-R .. r1+R-2 (the z memory from `in` to `out` at its rows)
-    for (int t = tid; t < S::PZ_ROWS * own; t += threads) {
+    for (int t = tid; t < shape.pz_rows() * own; t += threads) {
         const int k = t / own, po = t - k * own, r = r0 - R + k, c0 = first + po * N;
         Pack<T, N> pz{};
         if (c0 < end && in_grid(r, c0) && r < r1 + R - 1) {
@@ -1373,29 +1381,31 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
     }
 }
 
-// The adjoint step in three launches: the interior's blocks, pass 1 over the
-// frame and the imaging condition; pass 2 over the frame; pass 3 over the
-// frame. The frame's passes are the node kernels (one thread per pack) with q
-// and p in the scratch arrays; the interior keeps them in registers and never
-// writes them, so pass 1 also writes q (only) over a ring of interior nodes
-// 2R wide and pass 2 p (only) over a ring R wide: what the frame's passes 2
-// and 3 read there. As in the forward step, the z strips (the rows above and
-// below the interior, over its columns) are marched too, so the frame is the
-// x strips (all rows) and the rings lie along them only; the z memories,
-// which the marching warps recompute for rows of the segment above, are read
-// from one buffer and written to the other. The imaging condition reads the
-// lambda_ey the step reads and writes only its accumulators, so its blocks
-// (one thread per pack of nodes, all shots in turn) join the first launch,
-// spread evenly among the step's blocks: each kind alone leaves DRAM
-// bandwidth unused.
+// The adjoint step in one launch and a small one: the first has the tiles
+// of the x strips (strip_tiles), the z strips' and the interior's marching
+// warps (the z memories, which the warps recompute for rows of the segment
+// above, are read from one buffer and written to the other) and the
+// imaging condition; the second adds the next step's adjoint source. The
+// imaging condition reads the lambda_ey the step reads and writes only its
+// accumulators, so its blocks (one thread per pack of nodes, all shots in
+// turn) join the first launch, spread evenly among the step's blocks: each
+// kind alone leaves DRAM bandwidth unused. Where the strips are too wide for
+// tiles, the frame (the x strips, all rows) takes three launches instead:
+// pass 1 by further blocks of the first, passes 2 and 3 by launches of
+// their own, with node kernels (one thread per pack) and q and p in the
+// scratch arrays; the warps keep q and p in registers and never write
+// them, so pass 1 also writes q (only) over a ring of marched nodes 2R
+// wide and pass 2 p (only) over a ring R wide: what the frame's passes 2
+// and 3 read there. Measured at 1000^2 x 8 shots: the tiles took the
+// gradient from 36.7 to 38.9 G cell-steps/s.
 struct AdjointLaunch {
     Interior box, march;         // the interior; with the z strips, all that the warps march (the frame is outside)
     Interior ring1, ring2;       // `march` without the rings of passes 1 and 2
-    AdjointTiles tiles;          // the x strips', when tiles do them (then the frame passes have no packs)
+    StripTiles tiles;            // the x strips', when tiles do them (then the frame passes have no packs)
     int bands, strip_blocks, interior_blocks, packs1, packs2, packs3;  // per shot
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
     int gradient_blocks;            // ... and before them, the source gradient's
-    int inject_blocks;              // the third launch's blocks after the frame's: the next step's adjoint source
+    int inject_blocks;              // the frame's last launch's after its own: the next step's adjoint source
 };
 
 template <typename T, int ORDER, typename Stored>
@@ -1594,7 +1604,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     constexpr int N = kLanes<T>;
     l.ring2 = shrink<T>(l.march, R, 0);                          // pass 2 gives p to R nodes (whole packs) inside
     l.ring1 = shrink<T>(l.march, (R + N - 1) / N * N + R, 0);  // pass 1 q to those nodes' stencils
-    l.tiles = adjoint_tiles<T, ORDER>(g, l.march);
+    l.tiles = strip_tiles<T, ORDER>(g, l.march);
     if (l.tiles.own == 0) {
         l.packs1 = frame_packs(g, l.ring1);
         l.packs2 = frame_packs(g, l.ring2);
