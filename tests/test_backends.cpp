@@ -225,6 +225,53 @@ TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
     }
 }
 
+// CPML strips of several widths: the GPU's adjoint step does its x strips
+// (the columns left and right of what its warps march) in tiles of a whole
+// strip's width and 32, 16 or 8 rows, the most whose shared arrays fit in
+// 32 KiB, and leaves strips too wide for 8 rows to its frame kernels.
+TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    struct Case {
+        Precision precision;
+        int order, left, right;
+        const char* adjoint;  // what does the adjoint's x strips at this width
+    };
+    const Case cases[] = {{Precision::single, 4, 40, 9, "tiles of 32 rows"},
+                          {Precision::single, 4, 300, 12, "the frame kernels"},
+                          {Precision::single, 6, 50, 50, "tiles of 16 rows"},
+                          {Precision::double_precision, 8, 9, 40, "tiles of 8 rows"},
+                          {Precision::double_precision, 4, 70, 9, "tiles of 8 rows"}};
+    const Grid g{70, 55, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
+    for (const Case& c : cases) {
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
+        const Survey survey = test::random_survey(g, 2, 1, 3, 160, 3e8, dt, 11);
+        PropagatorOptions opt = test::double_options(c.order, 0);
+        opt.cpml.widths = {c.left, c.right, 10, 11};
+        opt.precision = c.precision;
+        CpuPropagator cpu_propagator(opt);
+        const Traces cpu = cpu_propagator.forward(model, survey);
+        const Traces observed = cpu_propagator.forward(truth, survey);
+        const GradientResult gc = cpu_propagator.gradient(model, survey, observed);
+        opt.backend = BackendKind::cuda;
+        auto gpu = make_propagator(opt);
+        const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
+        const GradientResult gg = gpu->gradient(model, survey, observed);
+        const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
+        const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
+        const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
+        std::printf("x strips %d and %d wide (adjoint: %s), stencil %d, %s: traces %.2e grad_eps_r %.2e grad_sigma "
+                    "%.2e grad_wavelet %.2e\n",
+                    c.left, c.right, c.adjoint, c.order, c.precision == Precision::single ? "single" : "double", e,
+                    e_eps, e_sig, e_wav);
+        const double tolerance = c.precision == Precision::single ? 1e-5 : 1e-12;
+        EXPECT_LT(e, tolerance);
+        EXPECT_LT(e_eps, tolerance);
+        EXPECT_LT(e_sig, tolerance);
+        EXPECT_LT(e_wav, tolerance);
+    }
+}
+
 // A magnetic model (mu_r varying): the GPU's step then reads the per-node
 // magnetic coefficient instead of the uniform one it uses otherwise.
 TEST(CudaBackend, MagneticModelsMatchTheCpu) {

@@ -248,16 +248,17 @@ struct AdjointSparse {
 /// reading lambda_ey, lambda_hx, lambda_hz, psi_hx_z and psi_ey_z from `in`
 /// and writing them to `out`, which must be other arrays (the other CPML
 /// memories, the same arrays in both, in place), and the sparse work of
-/// `sparse`; `s` (q and p) is used near the CPML only.
+/// `sparse`; `s` (q and p) is used only near CPML strips too wide for the
+/// step's tiles (x strips of more than ~70 float or ~35 double columns).
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
                   const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream);
 
 /// The packs (of 16 bytes) of adjoint_step<T, ORDER>'s frame, the nodes its
-/// first launch does not finish, in one shot; and the frame pack that holds
-/// the node at storage index `index` (of a shot), or -1 for a node of the
-/// interior.
+/// first launch does not finish when its x strips are too wide for tiles,
+/// in one shot; and the frame pack that holds the node at storage index
+/// `index` (of a shot), or -1 for a node of the interior.
 template <typename T, int ORDER>
 int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
 template <typename T, int ORDER>
