@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/cuda_backend.hpp"
@@ -185,10 +186,36 @@ INSTANTIATE_TEST_SUITE_P(
                                  SnapshotStorage::device, 0, 5}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// The largest relative differences between the GPU's traces and gradients
+// (observed: the CPU's traces of `truth`) and the CPU's, for `opt` on both;
+// printed after `what`, and expected within the precision's tolerance.
+void expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Model& truth, const Survey& survey,
+                            const std::string& what) {
+    CpuPropagator cpu_propagator(opt);
+    const Traces cpu = cpu_propagator.forward(model, survey);
+    const Traces observed = cpu_propagator.forward(truth, survey);
+    const GradientResult gc = cpu_propagator.gradient(model, survey, observed);
+    opt.backend = BackendKind::cuda;
+    auto gpu = make_propagator(opt);
+    const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
+    const GradientResult gg = gpu->gradient(model, survey, observed);
+    const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
+    const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
+    const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
+    std::printf("%s, %s: traces %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e\n", what.c_str(),
+                opt.precision == Precision::single ? "single" : "double", e, e_eps, e_sig, e_wav);
+    const double tolerance = opt.precision == Precision::single ? 1e-5 : 1e-12;
+    EXPECT_LT(e, tolerance) << what;
+    EXPECT_LT(e_eps, tolerance) << what;
+    EXPECT_LT(e_sig, tolerance) << what;
+    EXPECT_LT(e_wav, tolerance) << what;
+}
+
 // Sources and receivers on the model's edge, next to the CPML: there the GPU
 // adds the source term in a launch of its own (elsewhere, in the step's last),
-// and the adjoint source of its receivers in the frame's pass 3 (elsewhere,
-// in further blocks of that launch).
+// and, where the frame kernels do the adjoint's x strips, the adjoint source
+// of its receivers in the frame's pass 3 (elsewhere, in further blocks of
+// that launch).
 TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
     SKIP_WITHOUT_GPU();
     const Grid g{70, 55, 0.02, 0.025};
@@ -203,24 +230,7 @@ TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
             PropagatorOptions opt = test::double_options(order, 0);
             opt.cpml.widths = {9, 12, 10, 11};
             opt.precision = precision;
-            CpuPropagator cpu_propagator(opt);
-            const Traces cpu = cpu_propagator.forward(model, survey);
-            const Traces observed = cpu_propagator.forward(truth, survey);
-            const GradientResult gc = cpu_propagator.gradient(model, survey, observed);
-            opt.backend = BackendKind::cuda;
-            auto gpu = make_propagator(opt);
-            const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
-            const GradientResult gg = gpu->gradient(model, survey, observed);
-            const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
-            const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
-            const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-            std::printf("edge sources, stencil %d, %s: traces %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e\n",
-                        order, precision == Precision::single ? "single" : "double", e, e_eps, e_sig, e_wav);
-            const double tolerance = precision == Precision::single ? 1e-5 : 1e-12;
-            EXPECT_LT(e, tolerance);
-            EXPECT_LT(e_eps, tolerance);
-            EXPECT_LT(e_sig, tolerance);
-            EXPECT_LT(e_wav, tolerance);
+            expect_gpu_matches_cpu(opt, model, truth, survey, "edge sources, stencil " + std::to_string(order));
         }
     }
 }
@@ -249,26 +259,9 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
         PropagatorOptions opt = test::double_options(c.order, 0);
         opt.cpml.widths = {c.left, c.right, 10, 11};
         opt.precision = c.precision;
-        CpuPropagator cpu_propagator(opt);
-        const Traces cpu = cpu_propagator.forward(model, survey);
-        const Traces observed = cpu_propagator.forward(truth, survey);
-        const GradientResult gc = cpu_propagator.gradient(model, survey, observed);
-        opt.backend = BackendKind::cuda;
-        auto gpu = make_propagator(opt);
-        const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
-        const GradientResult gg = gpu->gradient(model, survey, observed);
-        const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
-        const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
-        const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-        std::printf("x strips %d and %d wide (adjoint: %s), stencil %d, %s: traces %.2e grad_eps_r %.2e grad_sigma "
-                    "%.2e grad_wavelet %.2e\n",
-                    c.left, c.right, c.adjoint, c.order, c.precision == Precision::single ? "single" : "double", e,
-                    e_eps, e_sig, e_wav);
-        const double tolerance = c.precision == Precision::single ? 1e-5 : 1e-12;
-        EXPECT_LT(e, tolerance);
-        EXPECT_LT(e_eps, tolerance);
-        EXPECT_LT(e_sig, tolerance);
-        EXPECT_LT(e_wav, tolerance);
+        expect_gpu_matches_cpu(opt, model, truth, survey,
+                               "x strips " + std::to_string(c.left) + " and " + std::to_string(c.right) +
+                                   " wide (adjoint: " + c.adjoint + "), stencil " + std::to_string(c.order));
     }
 }
 

@@ -1202,6 +1202,15 @@ __device__ __forceinline__ void put(T* a, const Pack<T, N>& v) {
     for (int j = 0; j < N; ++j) a[j] = v.v[j];
 }
 
+/// An adjoint CPML term, the CPU's operations: s * ik + a * (mem + s), and
+/// the memory becomes b * (mem + s).
+template <typename T>
+__device__ __forceinline__ T adjoint_cpml(T s, T& mem, T b, T a, T ik) {
+    const T mv = mem + s, term = s * ik + a * mv;
+    mem = b * mv;
+    return term;
+}
+
 /// Tile `tile` of shot `shot`: passes 1-3 of the adjoint step (cpu::
 /// adjoint_e_prepare, adjoint_h, adjoint_e_finish) at its nodes, each node's
 /// operations the CPU's, in the same order. `smem` holds TileShape::values().
@@ -1245,13 +1254,9 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
 #pragma unroll
             for (int j = 0; j < N; ++j) {
                 const T tv = cb.v[j] * lam.v[j];
-                qx.v[j] = tv;
                 const int ix = c0 + j;
-                if (xp && x_cpml(ix)) {
-                    const T mv = mx.v[j] + tv;
-                    qx.v[j] = tv * x.inv_kappa_int[ix] + x.a_int[ix] * mv;
-                    mx.v[j] = x.b_int[ix] * mv;
-                }
+                qx.v[j] = tv;
+                if (xp && x_cpml(ix)) qx.v[j] = adjoint_cpml(tv, mx.v[j], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
             }
             if (xp) store_pack(in.psi_hz_x + o, mx, g.nx - c0);
             zero_beyond(qx, c0);
@@ -1273,11 +1278,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
             for (int j = 0; j < N; ++j) {
                 const T tv = cb.v[j] * lam.v[j];
                 qz.v[j] = -tv;
-                if (zp) {
-                    const T mv = mz.v[j] - tv;
-                    qz.v[j] = -tv * zk + za * mv;
-                    mz.v[j] = zb * mv;
-                }
+                if (zp) qz.v[j] = adjoint_cpml(-tv, mz.v[j], zb, za, zk);
             }
             if (zp && r >= r0 && r < r1) store_pack(out.psi_hx_z + o, mz, g.nx - c0);
             zero_beyond(qz, c0);
@@ -1306,13 +1307,9 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
                 for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (q[j + k + 1] - q[j - k]);
                 lhz.v[j] = lhz.v[j] - dx * g.inv_dx;
                 const T sx = cq.v[j] * lhz.v[j];
-                px.v[j] = sx;
                 const int ix = c0 + j;
-                if (xp && x_cpml(ix)) {
-                    const T mv = mx.v[j] + sx;
-                    px.v[j] = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mv;
-                    mx.v[j] = x.b_half[ix] * mv;
-                }
+                px.v[j] = sx;
+                if (xp && x_cpml(ix)) px.v[j] = adjoint_cpml(sx, mx.v[j], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
             }
             if (mine) store_pack(out.hz + o, lhz, g.nx - c0);
             if (xp) store_pack(in.psi_ey_x + o, mx, g.nx - c0);
@@ -1341,11 +1338,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
                 lhx.v[j] = lhx.v[j] - dz * g.inv_dz;
                 const T sz = -cq.v[j] * lhx.v[j];
                 pz.v[j] = sz;
-                if (zp) {
-                    const T mv = mz.v[j] + sz;
-                    pz.v[j] = sz * zk + za * mv;
-                    mz.v[j] = zb * mv;
-                }
+                if (zp) pz.v[j] = adjoint_cpml(sz, mz.v[j], zb, za, zk);
             }
             if (r >= r0 && r < r1) {
                 store_pack(out.hx + o, lhx, g.nx - c0);
