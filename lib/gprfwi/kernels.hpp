@@ -249,7 +249,7 @@ struct AdjointSparse {
 /// and writing them to `out`, which must be other arrays (the other CPML
 /// memories, the same arrays in both, in place), and the sparse work of
 /// `sparse`; `s` (q and p) is used only near CPML strips too wide for the
-/// step's tiles (x strips of more than ~70 float or ~35 double columns).
+/// step's tiles (x strips of more than ~150 float or ~70 double columns).
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
