@@ -579,6 +579,16 @@ private:
         return ring_slot(j);
     }
 
+    /// Whether the adjoint step needs q, p and frame_first_node (k::cuda::adjoint_uses_scratch).
+    bool adjoint_scratch() const {
+        k::CpmlAxis<T> x{}, z{};
+        x.strip_low_end = s_.cpml_x.strip_low_end;
+        x.strip_high_begin = s_.cpml_x.strip_high_begin;
+        z.strip_low_end = s_.cpml_z.strip_low_end;
+        z.strip_high_begin = s_.cpml_z.strip_high_begin;
+        return k::cuda::adjoint_uses_scratch<T, ORDER>(g_, x, z);
+    }
+
     /// Per shot and pack of the adjoint step's frame, the first receiver node
     /// in it (k::cuda::AdjointSparse::frame_first_node), or -1.
     std::vector<int> frame_first_nodes() const {
@@ -606,8 +616,8 @@ private:
         std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
-        b += 16 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5), q, p
-        b += n / (16 / sizeof(T)) * sizeof(int);                 // at most, frame_first_node
+        b += 12 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5)
+        if (adjoint_scratch()) b += 4 * n * sizeof(T) + n / (16 / sizeof(T)) * sizeof(int);  // q, p, at most frame_first_node
         if (const int slots = s_.binomial_slots)
             b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
         else if (const int c = s_.checkpoint_steps)
@@ -663,15 +673,17 @@ private:
             const std::size_t n = batch_size();
             adjoint_[0].emplace(n, bytes);
             adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::z);
-            q_x_ = DeviceArray<T>(n, bytes);
-            q_z_ = DeviceArray<T>(n, bytes);
-            p_x_ = DeviceArray<T>(n, bytes);
-            p_z_ = DeviceArray<T>(n, bytes);
+            if (adjoint_scratch()) {  // only the frame kernels of wide CPML strips use them
+                q_x_ = DeviceArray<T>(n, bytes);
+                q_z_ = DeviceArray<T>(n, bytes);
+                p_x_ = DeviceArray<T>(n, bytes);
+                p_z_ = DeviceArray<T>(n, bytes);
+                frame_first_node_ = DeviceArray<int>(frame_first_nodes(), bytes);
+            }
             g_prev_ = DeviceArray<double>(g_.shot_stride, bytes);  // per node, summed over the shots
             g_next_ = DeviceArray<double>(g_.shot_stride, bytes);
             if (opt_.illumination) illumination_ = DeviceArray<double>(g_.shot_stride, bytes);
             grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
-            frame_first_node_ = DeviceArray<int>(frame_first_nodes(), bytes);
             n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
             if constexpr (kScaledStorage<Stored>) {
                 scales_ = DeviceArray<double>(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes);

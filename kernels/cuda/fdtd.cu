@@ -1631,6 +1631,11 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
 }
 
 template <typename T, int ORDER>
+bool adjoint_uses_scratch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    return strip_tiles<T, ORDER>(g, adjoint_march<T, ORDER>(g, x, z)).own == 0;
+}
+
+template <typename T, int ORDER>
 int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
     return frame_packs(g, adjoint_march<T, ORDER>(g, x, z));
 }
@@ -1688,6 +1693,7 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
     template int adjoint_frame_packs<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
+    template bool adjoint_uses_scratch<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);   \
     template int adjoint_frame_pack<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,       \
                                               std::size_t);                                                       \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \

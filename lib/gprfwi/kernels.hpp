@@ -255,6 +255,12 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
                   const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream);
 
+/// Whether adjoint_step<T, ORDER> uses the scratch arrays q and p and the
+/// map of frame receiver nodes (AdjointSparse::frame_first_node): only when
+/// its x strips are too wide for its tiles. Reads only the axes' strips.
+template <typename T, int ORDER>
+bool adjoint_uses_scratch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
+
 /// The packs (of 16 bytes) of adjoint_step<T, ORDER>'s frame, the nodes its
 /// first launch does not finish when its x strips are too wide for tiles,
 /// in one shot; and the frame pack that holds the node at storage index

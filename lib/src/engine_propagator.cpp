@@ -134,7 +134,10 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     // gradient: adjoint fields (7; 12 on a GPU, Ey, Hx, Hz, psi_ey_z and
     // psi_hx_z twice), scratch (4) and two double accumulators summed over
     // the shots (three with illumination); on a GPU also, at most, the map
-    // of the adjoint frame's receiver nodes (an int per 16 bytes of a level)
+    // of the adjoint frame's receiver nodes (an int per 16 bytes of a level).
+    // A GPU needs the scratch and the map only where its CPML's x strips
+    // are too wide for the adjoint's tiles (kernels::cuda::
+    // adjoint_uses_scratch), counted here all the same: an upper bound.
     const bool cpu = options.backend == BackendKind::cpu;
     e.fields_bytes = 3 * g.storage_size() * word + (cpu ? 7 : 11) * level * word;
     if (gradient) {
