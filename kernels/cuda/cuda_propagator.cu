@@ -303,10 +303,24 @@ public:
             for (const auto& trace : shot) flat.insert(flat.end(), trace.begin(), trace.end());
         GPRFWI_CUDA_CHECK(cudaMemcpy(traces_.get(), flat.data(), flat.size() * sizeof(double), cudaMemcpyHostToDevice));
         int adj_cur = 0;  // the adjoint buffer holding the current step
+        // lambda_ey: the buffers' two arrays, and a third where the imaging
+        // takes steps in pairs (paired_imaging): the lambda_ey of the step
+        // before, which this one's launch images at half of the rows, stays
+        // unwritten there
+        const bool paired = paired_imaging(!host_levels_);
+        const std::array<T*, 3> lambda{adjoint_[0]->ey.get(), adjoint_[1]->ey.get(), lambda_third_.get()};
+        const int n_lambda = paired ? 3 : 2;
+        int lam_cur = 0;  // the one holding the current step
+        struct Levels {
+            int j_prev = 0, j_next = 0;
+            const Stored* prev = nullptr;
+            const Stored* next = nullptr;
+        } left;  // the step before's, whose imaging it left to this one's launch at half of the rows
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
         const auto x = x_->view(), z = z_->view();
         adjoint_[0]->zero(stream_);
         adjoint_[1]->zero(stream_);
+        if (paired) lambda_third_.zero(stream_);
         for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
         g_prev_.zero(stream_);
         g_next_.zero(stream_);
@@ -314,10 +328,13 @@ public:
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
         int injected = -1;  // the step whose adjoint source the step before added (k::cuda::AdjointSparse)
-        // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next
-        auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next) {
+        // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next; `last`:
+        // the last step whose levels are resident with these (the imaging leaves nothing to the next step)
+        auto adjoint_step = [&](int m, int j_prev, const Stored* prev, int j_next, const Stored* next, bool last) {
             // transpose of the receiver sampling (unless added already), then of the source term with the step
-            const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
+            k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
+            adj.ey = lambda[lam_cur];
+            next_adj.ey = lambda[(lam_cur + 1) % n_lambda];
             if (injected != m)
                 k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
             const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(), nt, m,
@@ -325,10 +342,27 @@ public:
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
                                                 opt_.illumination ? illumination_.get() : nullptr};
-            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, sparse,
-                                                    stream_);
+            // in pairs: this step at the rows of m's parity (all rows when last), after the step before's
+            k::cuda::PairedImaging<T, Stored> pair{};
+            if (paired) {
+                pair.later_parity = m & 1;
+                if (!last) {
+                    pair.first_row = m & 1;
+                    pair.row_step = 2;
+                }
+                pair.later = img;
+                pair.later.ey_prev = left.prev;
+                pair.later.ey_next = left.next;
+                pair.later.scale_prev = scales_for(left.j_prev);
+                pair.later.scale_next = scales_for(left.j_next);
+                pair.later_lambda = lambda[(lam_cur + 2) % 3];
+                left = last ? Levels{} : Levels{j_prev, j_next, prev, next};
+            }
+            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, &pair,
+                                                    sparse, stream_);
             injected = m - 1;  // the step added the next one's
             adj_cur = 1 - adj_cur;
+            lam_cur = (lam_cur + 1) % n_lambda;
             if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
@@ -358,7 +392,7 @@ public:
                     const int m = a.step;
                     if (m > 0) keep_level(fields().ey, prev, m);
                     step(m, next, m + 1, false, /*ey_into_level=*/true);
-                    adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next);
+                    adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next, true);
                     cur = m + 1;
                     break;
                 }
@@ -376,12 +410,13 @@ public:
                 if (a > 0 && !level_ey_) keep_level(fields().ey, slot(a, a), a);
                 for (int m = a; m < b; ++m) step(m, slot(m + 1, a), m + 1, false, /*ey_into_level=*/true);
                 for (int m = b - 1; m >= a; --m)
-                    adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a));
+                    adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a), m == a);
             }
         } else {
             for (int m = nt - 1; m >= 0; --m) {
                 const int j_prev = kept_index(m), j_next = kept_index(m + 1);
-                adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next));
+                adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next),
+                             m == 0);
                 // level m+1 was used for the last time: its ring slot takes the level kRing below
                 if (j_next && host_levels_) {
                     GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j_next % kRing], stream_));
@@ -579,6 +614,12 @@ private:
         return ring_slot(j);
     }
 
+    /// Whether the adjoint images its steps in pairs (k::cuda::PairedImaging),
+    /// with a third lambda_ey array: where the levels of three steps are
+    /// resident together (not those of binomial checkpointing, nor a ring
+    /// of host or disk levels, where PCIe or the disk sets the pace anyway).
+    bool paired_imaging(bool levels_on_device) const { return levels_on_device && !s_.binomial_slots; }
+
     /// Whether the adjoint step needs q, p and frame_first_node (k::cuda::adjoint_uses_scratch).
     bool adjoint_scratch() const {
         k::CpmlAxis<T> x{}, z{};
@@ -617,6 +658,7 @@ private:
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
         if (!gradient) return b;
         b += 12 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5)
+        if (paired_imaging(levels_on_device)) b += n * sizeof(T);  // a third lambda_ey
         if (adjoint_scratch()) b += 4 * n * sizeof(T) + n / (16 / sizeof(T)) * sizeof(int);  // q, p, at most frame_first_node
         if (const int slots = s_.binomial_slots)
             b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
@@ -673,6 +715,7 @@ private:
             const std::size_t n = batch_size();
             adjoint_[0].emplace(n, bytes);
             adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::z);
+            if (paired_imaging(!host_levels_)) lambda_third_ = DeviceArray<T>(n, bytes);
             if (adjoint_scratch()) {  // only the frame kernels of wide CPML strips use them
                 q_x_ = DeviceArray<T>(n, bytes);
                 q_z_ = DeviceArray<T>(n, bytes);
@@ -774,6 +817,7 @@ private:
     DeviceArray<int> frame_first_node_;  // per shot and pack of the adjoint's frame (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
+    DeviceArray<T> lambda_third_;  // paired_imaging's third lambda_ey
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot
     std::vector<CheckpointAction> schedule_;  // binomial checkpointing
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or

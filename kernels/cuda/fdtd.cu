@@ -16,7 +16,8 @@
 // all shots, the CPML memories in the frame, and a kept level's store; the
 // adjoint step likewise its three lambdas (q and p stay in registers except
 // near the CPML), and the imaging condition lambda_ey, two kept levels and
-// the per-node accumulators.
+// the per-node accumulators (in pairs of steps: the accumulators once and
+// three levels for two steps, PairedImaging).
 
 #include <cuda_runtime.h>
 
@@ -942,49 +943,72 @@ __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const
     inject_adjoint_node(g, op, adjoint_source, nt, m, lam, blockIdx.x * blockDim.x + threadIdx.x);
 }
 
-/// The imaging condition of one adjoint step at the pack of nodes (ix0, iz):
-/// one thread runs through the shots in order, adding each to the per-node
-/// accumulators it keeps in registers (no per-shot accumulators, no atomics).
-template <typename T, typename Stored>
-__device__ __forceinline__ void image_pack(const GridParams<T>& g, const T* __restrict__ lambda_ey,
-                                           const ImagingView<T, Stored>& img, int ix0, int iz) {
-    constexpr int N = kLanes<T>;
-    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
-    const int n = g.nx - ix0;
-    const double w = img.weight;
-    Pack<double, N> gp{}, gn{}, il{};
-    if (img.ey_prev) gp = load_pack<N>(img.g_ey_prev + i);
-    if (img.ey_next) gn = load_pack<N>(img.g_ey_next + i);
-    if (img.ey_next && img.illumination) il = load_pack<N>(img.illumination + i);
+/// One adjoint step's imaging condition at the pack of nodes at i, added
+/// shot after shot to the accumulators gp, gn, il (`v`'s levels, w its
+/// weight, `lambda_ey` the step's lambda^{n+1}).
+template <typename T, typename Stored, int N>
+__device__ __forceinline__ void image_shots(const GridParams<T>& g, const T* __restrict__ lambda_ey,
+                                            const ImagingView<T, Stored>& v, bool illumination, std::size_t i,
+                                            Pack<double, N>& gp, Pack<double, N>& gn, Pack<double, N>& il) {
+    const double w = v.weight;
 #pragma unroll 2
     for (int s = 0; s < g.n_shots; ++s) {
         // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}
         const std::size_t o = i + s * g.shot_stride;
         const Pack<T, N> lam = load_pack<N>(lambda_ey + o);
-        if (img.ey_prev) {
-            const Pack<Stored, N> e = load_pack<N>(img.ey_prev + o);
-            const double sp = img.scale_prev ? img.scale_prev[s] : 1.0;
+        if (v.ey_prev) {
+            const Pack<Stored, N> e = load_pack<N>(v.ey_prev + o);
+            const double sp = v.scale_prev ? v.scale_prev[s] : 1.0;
 #pragma unroll
             for (int j = 0; j < N; ++j) {
                 const double wl = w * static_cast<double>(lam.v[j]);
                 gp.v[j] += wl * (load_as<double>(e.v[j]) * sp);
             }
         }
-        if (img.ey_next) {
-            const Pack<Stored, N> e = load_pack<N>(img.ey_next + o);
-            const double sn = img.scale_next ? img.scale_next[s] : 1.0;
+        if (v.ey_next) {
+            const Pack<Stored, N> e = load_pack<N>(v.ey_next + o);
+            const double sn = v.scale_next ? v.scale_next[s] : 1.0;
 #pragma unroll
             for (int j = 0; j < N; ++j) {
                 const double wl = w * static_cast<double>(lam.v[j]);
-                const double v = load_as<double>(e.v[j]) * sn;
-                gn.v[j] += wl * v;
-                if (img.illumination) il.v[j] += w * v * v;
+                const double x = load_as<double>(e.v[j]) * sn;
+                gn.v[j] += wl * x;
+                if (illumination) il.v[j] += w * x * x;
             }
         }
     }
-    if (img.ey_prev) store_pack(img.g_ey_prev + i, gp, n);
-    if (img.ey_next) store_pack(img.g_ey_next + i, gn, n);
-    if (img.ey_next && img.illumination) store_pack(img.illumination + i, il, n);
+}
+
+template <typename T, typename Stored>
+__host__ __device__ __forceinline__ bool has_levels(const ImagingView<T, Stored>& v) {
+    return v.ey_prev || v.ey_next;
+}
+
+/// The imaging condition at the pack of nodes (ix0, iz): of one adjoint
+/// step, or of two (PairedImaging: step m + 1 first, where the row takes
+/// it). One thread runs through the steps and in each through the shots in
+/// order, adding each to the per-node accumulators it keeps in registers
+/// (no per-shot accumulators, no atomics).
+template <typename T, typename Stored>
+__device__ __forceinline__ void image_pack(const GridParams<T>& g, const T* __restrict__ lambda_ey,
+                                           const ImagingView<T, Stored>& img, const PairedImaging<T, Stored>& pair,
+                                           int ix0, int iz) {
+    constexpr int N = kLanes<T>;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
+    const int n = g.nx - ix0;
+    const bool later = (iz & 1) == pair.later_parity && has_levels(pair.later);
+    const bool prev = img.ey_prev || (later && pair.later.ey_prev);
+    const bool next = img.ey_next || (later && pair.later.ey_next);
+    const bool illumination = next && img.illumination;
+    Pack<double, N> gp{}, gn{}, il{};
+    if (prev) gp = load_pack<N>(img.g_ey_prev + i);
+    if (next) gn = load_pack<N>(img.g_ey_next + i);
+    if (illumination) il = load_pack<N>(img.illumination + i);
+    if (later) image_shots(g, pair.later_lambda, pair.later, illumination, i, gp, gn, il);
+    image_shots(g, lambda_ey, img, illumination, i, gp, gn, il);
+    if (prev) store_pack(img.g_ey_prev + i, gp, n);
+    if (next) store_pack(img.g_ey_next + i, gn, n);
+    if (illumination) store_pack(img.illumination + i, il, n);
 }
 
 template <typename T>
@@ -1379,10 +1403,11 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
 // warps (the z memories, which the warps recompute for rows of the segment
 // above, are read from one buffer and written to the other) and the
 // imaging condition; the second adds the next step's adjoint source. The
-// imaging condition reads the lambda_ey the step reads and writes only its
-// accumulators, so its blocks (one thread per pack of nodes, all shots in
-// turn) join the first launch, spread evenly among the step's blocks: each
-// kind alone leaves DRAM bandwidth unused. Where the strips are too wide for
+// imaging condition reads the lambda_ey the step reads (and in pairs of
+// steps the one the launch before read) and writes only its accumulators,
+// so its blocks (one thread per pack of nodes, all shots in turn) join the
+// first launch, spread evenly among the step's blocks: each kind alone
+// leaves DRAM bandwidth unused. Where the strips are too wide for
 // tiles, the frame (the x strips, all rows) takes three launches instead:
 // pass 1 by further blocks of the first, passes 2 and 3 by launches of
 // their own, with node kernels (one thread per pack) and q and p in the
@@ -1405,7 +1430,7 @@ template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
                         TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc, ImagingView<T, Stored> img,
-                        AdjointSparse sp) {
+                        PairedImaging<T, Stored> pair, AdjointSparse sp) {
     wait_for_previous_kernel();
     allow_next_kernel();
     if (static_cast<int>(blockIdx.x) < l.gradient_blocks) {  // of the lambda_ey this step reads
@@ -1418,8 +1443,8 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
     if (static_cast<int>((b + 1) * l.image_blocks / all) > images_before) {
         constexpr int N = kLanes<T>;
         const int row_packs = (g.nx + N - 1) / N, t = images_before * blockDim.x + threadIdx.x;
-        const int iz = t / row_packs;
-        if (iz < g.nz) image_pack(g, in.ey, img, (t - iz * row_packs) * N, iz);
+        const int r = t / row_packs, iz = pair.first_row + r * pair.row_step;
+        if (iz < g.nz) image_pack(g, in.ey, img, pair, (t - r * row_packs) * N, iz);
         return;
     }
     const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
@@ -1589,7 +1614,8 @@ void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, c
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
-                  const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream) {
+                  const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
+                  const AdjointSparse& sparse, Stream stream) {
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
@@ -1607,15 +1633,17 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
     l.step_blocks =
         (l.tiles.per_shot + l.strip_blocks + l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
-    const bool imaging = img && (img->ey_prev || img->ey_next);
-    const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz;
+    const PairedImaging<T, Stored> rows = pair ? *pair : PairedImaging<T, Stored>{};
+    const bool imaging = img && (has_levels(*img) || has_levels(rows.later));
+    const std::size_t packs = static_cast<std::size_t>((g.nx + N - 1) / N) *
+                              ((g.nz - rows.first_row + rows.row_step - 1) / rows.row_step);
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
     l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
     l.inject_blocks = sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
     launch_dependent_shared(adjoint_step_kernel<T, ORDER, Stored>,
                             dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads),
                             l.tiles.shared_bytes, stream, g, m, x, z, l, in, out, s,
-                            imaging ? *img : ImagingView<T, Stored>{}, sparse);
+                            imaging ? *img : ImagingView<T, Stored>{}, rows, sparse);
     if (l.tiles.own) {  // all done but the next step's adjoint source
         if (sparse.m > 0)
             inject_adjoint_sources<T>(g, sparse.op, sparse.adjoint_source, sparse.nt, sparse.m - 1, out.ey, stream);
@@ -1685,7 +1713,7 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template void adjoint_step<T, ORDER, Stored>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&, \
                                                  const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,       \
                                                  const AdjointScratch<T>&, const ImagingView<T, Stored>*,          \
-                                                 const AdjointSparse&, Stream);
+                                                 const PairedImaging<T, Stored>*, const AdjointSparse&, Stream);
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \

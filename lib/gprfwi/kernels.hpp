@@ -243,8 +243,29 @@ struct AdjointSparse {
     const int* frame_first_node;  // [shot][frame pack]
 };
 
+/// Imaging in pairs of adjoint steps: a launch images its own step m at
+/// the rows `first_row`, `first_row + row_step`, ... only, and at those of
+/// them with iz % 2 == later_parity first step m + 1, which the launch
+/// before left there (`later`: its levels, none where ey_prev and ey_next
+/// are nullptr; weight and accumulators: the step's own) with the lambda_ey
+/// that launch read, `later_lambda`. Each node's accumulators are so read
+/// and written once for two steps, and still take the steps in the CPU's
+/// order. The caller keeps later_lambda unwritten by the launch (a third
+/// lambda_ey array) and has every row take every step once: the rows of
+/// m's parity in the launch of step m, all rows in the last launch whose
+/// levels are resident.
+template <typename T, typename Stored>
+struct PairedImaging {
+    int first_row = 0, row_step = 1;
+    int later_parity = 0;
+    ImagingView<T, Stored> later{};
+    const T* later_lambda = nullptr;
+};
+
 /// Adjoint step m: cpu::imaging_condition (when `img` is non-null and reads
-/// a level), then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
+/// a level; at the rows of `pair`, after the step it left there, when
+/// non-null),
+/// then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
 /// reading lambda_ey, lambda_hx, lambda_hz, psi_hx_z and psi_ey_z from `in`
 /// and writing them to `out`, which must be other arrays (the other CPML
 /// memories, the same arrays in both, in place), and the sparse work of
@@ -253,7 +274,8 @@ struct AdjointSparse {
 template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
-                  const ImagingView<T, Stored>* img, const AdjointSparse& sparse, Stream stream);
+                  const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
+                  const AdjointSparse& sparse, Stream stream);
 
 /// Whether adjoint_step<T, ORDER> uses the scratch arrays q and p and the
 /// map of frame receiver nodes (AdjointSparse::frame_first_node): only when

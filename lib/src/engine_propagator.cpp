@@ -131,9 +131,11 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     MemoryEstimate e;
     // coefficients (3) + forward fields (7; 11 on a GPU, whose steps read
     // Ey, Hx, Hz and psi_ey_z from one buffer and write them to another);
-    // gradient: adjoint fields (7; 12 on a GPU, Ey, Hx, Hz, psi_ey_z and
-    // psi_hx_z twice), scratch (4) and two double accumulators summed over
-    // the shots (three with illumination); on a GPU also, at most, the map
+    // gradient: adjoint fields (7; 13 on a GPU, Ey, Hx, Hz, psi_ey_z and
+    // psi_hx_z twice and Ey a third time, for imaging in pairs of steps:
+    // 12 with binomial checkpointing or host levels), scratch (4) and two
+    // double accumulators summed over the shots (three with
+    // illumination); on a GPU also, at most, the map
     // of the adjoint frame's receiver nodes (an int per 16 bytes of a level).
     // A GPU needs the scratch and the map only where its CPML's x strips
     // are too wide for the adjoint's tiles (kernels::cuda::
@@ -141,7 +143,7 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     const bool cpu = options.backend == BackendKind::cpu;
     e.fields_bytes = 3 * g.storage_size() * word + (cpu ? 7 : 11) * level * word;
     if (gradient) {
-        e.fields_bytes += ((cpu ? 7 : 12) + 4) * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
+        e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
         if (!cpu) e.fields_bytes += level * word / 16 * sizeof(int);
         const auto c = options.snapshots.compression;
         const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
