@@ -69,8 +69,8 @@ double host_copy_bandwidth() {
 // same coefficients) and the imaging reads lambda_ey once more; uncompressed
 // kept levels are the forward's Ey itself (written once, read twice). With
 // the imaging in pairs of steps (levels resident on the device, not
-// binomial checkpointing), a level is read 1.5 times and the accumulators
-// move once for two steps.
+// binomial checkpointing, not fp8), a level is read 1.5 times and the
+// accumulators move once for two steps.
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
                            bool uniform_mu, bool paired_imaging) {
     const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
@@ -139,7 +139,8 @@ void run_bench(const BenchArgs& a) {
     const std::size_t stored = compression == SnapshotCompression::bf16 ? 2 : compression == SnapshotCompression::fp8 ? 1 : word;
     // fp8 levels read Ey twice more (max, then quantise) before they are stored
     const std::string& levels = prop->last_timings().level_storage;
-    const bool paired = cuda && levels.rfind("device memory", 0) == 0 && levels.find("binomial") == std::string::npos;
+    const bool paired = cuda && levels.rfind("device memory", 0) == 0 && levels.find("binomial") == std::string::npos &&
+                        opt.snapshots.compression != SnapshotCompression::fp8;
     const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true, paired) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
     const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick

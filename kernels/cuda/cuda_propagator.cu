@@ -617,8 +617,13 @@ private:
     /// Whether the adjoint images its steps in pairs (k::cuda::PairedImaging),
     /// with a third lambda_ey array: where the levels of three steps are
     /// resident together (not those of binomial checkpointing, nor a ring
-    /// of host or disk levels, where PCIe or the disk sets the pace anyway).
-    bool paired_imaging(bool levels_on_device) const { return levels_on_device && !s_.binomial_slots; }
+    /// of host or disk levels, where PCIe or the disk sets the pace anyway),
+    /// and not for fp8 levels, whose bytes the pairs hardly reduce: their
+    /// imaging threads, half as many with loops twice as long, ran 2.5%
+    /// slower at 1000^2 x 8 (docs/performance.md).
+    bool paired_imaging(bool levels_on_device) const {
+        return levels_on_device && !s_.binomial_slots && !kScaledStorage<Stored>;
+    }
 
     /// Whether the adjoint step needs q, p and frame_first_node (k::cuda::adjoint_uses_scratch).
     bool adjoint_scratch() const {
