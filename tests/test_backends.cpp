@@ -180,6 +180,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"o6_single_disk_bf16_k2", 6, kSingle, kBf16, 2, 1.5, kSinc, SnapshotStorage::disk},
                       ParityCase{"o8_single_fp8_ckpt7", 8, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc,
                                  SnapshotStorage::device, 7},
+                      // segments of 5 steps, which CUDA images in pairs of steps (all rows at their last)
+                      ParityCase{"o6_single_bf16_ckpt5", 6, kSingle, kBf16, 1, 0.9, kSinc, SnapshotStorage::device, 5},
                       ParityCase{"o4_double_binomial", 4, kDouble, kNone, 1, 1.5, kSinc, SnapshotStorage::device, 0, -1},
                       ParityCase{"o6_single_bf16_binomial2", 6, kSingle, kBf16, 1, 0.9, kSinc, SnapshotStorage::automatic, 0, 2},
                       ParityCase{"o8_single_fp8_binomial5", 8, kSingle, SnapshotCompression::fp8, 1, 0.9, kSinc,
