@@ -115,14 +115,23 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 // node's arithmetic is the CPU's (update_h then update_e, then the source
 // term), in the same order.
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
-// waves: -10% at 1000^2 x 8 shots); 6 blocks an SM (+12% over 5) where the
-// registers allow it without spilling.
+// waves: -10% at 1000^2 x 8 shots); blocks an SM: step_blocks_per_sm.
 constexpr int kStepWarps = 4, kStepRows = 16;
 // The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
 // measured slower; a whole strip as one segment made its warps, marching 25
 // rows, the step's critical path).
 constexpr int kStripRows = 4;
-constexpr int step_blocks_per_sm(int order) { return order <= 4 ? 6 : order == 6 ? 5 : 4; }
+// Blocks an SM of the forward and adjoint step kernels (their registers:
+// 80, 96, 128 a thread for 6, 5, 4). Measured at 1000^2 x 8 shots against
+// one block fewer (docs/performance.md): single precision keeps the most
+// at every order (one fewer: 1-8% slower, although the kernels of orders 4
+// and 6 then spill no more); double precision at orders 4 and 6 gains from
+// one fewer (forward +7%, gradient +5% and +2%), at order 8 not.
+template <typename T>
+constexpr int step_blocks_per_sm(int order) {
+    if (sizeof(T) == 8 && (order == 4 || order == 6)) return order == 4 ? 5 : 4;
+    return order <= 4 ? 6 : order == 6 ? 5 : 4;
+}
 
 template <typename T, int ORDER>
 struct StepShape {
@@ -801,7 +810,7 @@ inline int z_strip_blocks(const Interior& box, int nz, int bands) {
 }
 
 template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
                 TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
     wait_for_previous_kernel();
@@ -1427,7 +1436,7 @@ struct AdjointLaunch {
 };
 
 template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm(ORDER))
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     adjoint_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, AdjointLaunch l,
                         TmFields<T> in, TmFields<T> out, AdjointScratch<T> sc, ImagingView<T, Stored> img,
                         PairedImaging<T, Stored> pair, AdjointSparse sp) {
