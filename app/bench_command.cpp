@@ -68,9 +68,8 @@ double host_copy_bandwidth() {
 // scratch are left out); the adjoint step likewise its lambdas (6 plus the
 // same coefficients) and the imaging reads lambda_ey once more; uncompressed
 // kept levels are the forward's Ey itself (written once, read twice). With
-// the imaging in pairs of steps (levels resident on the device, not
-// binomial checkpointing, not fp8), a level is read 1.5 times and the
-// accumulators move once for two steps.
+// the imaging in pairs of steps (RunTimings::imaging_steps), a level is read
+// 1.5 times and the accumulators move once for two steps.
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
                            bool uniform_mu, bool paired_imaging) {
     const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
@@ -138,9 +137,7 @@ void run_bench(const BenchArgs& a) {
     const auto compression = opt.snapshots.compression;
     const std::size_t stored = compression == SnapshotCompression::bf16 ? 2 : compression == SnapshotCompression::fp8 ? 1 : word;
     // fp8 levels read Ey twice more (max, then quantise) before they are stored
-    const std::string& levels = prop->last_timings().level_storage;
-    const bool paired = cuda && levels.rfind("device memory", 0) == 0 && levels.find("binomial") == std::string::npos &&
-                        opt.snapshots.compression != SnapshotCompression::fp8;
+    const bool paired = prop->last_timings().imaging_steps == 2;
     const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true, paired) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
     const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
@@ -155,7 +152,9 @@ void run_bench(const BenchArgs& a) {
                rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
     fmt::print("  {:.1f}% of the fused-kernel roofline (36 bytes per cell-step and direction: {:.4g} cell-steps/s)\n",
                100.0 * rate / fused_roofline, fused_roofline);
-    if (gradient) fmt::print("  kept forward levels in {}\n", prop->last_timings().level_storage);
+    if (gradient)
+        fmt::print("  kept forward levels in {}{}\n", prop->last_timings().level_storage,
+                   paired ? "; imaging condition in pairs of adjoint steps" : "");
     fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g}); peak on the device {:.3g} GiB\n",
                mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,
                prop->peak_device_bytes() / 1073741824.0);
@@ -163,11 +162,12 @@ void run_bench(const BenchArgs& a) {
                "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},\"seconds\":{:.6g},"
                "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
                "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
-               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
+               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"imaging_steps\":{},"
+               "\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
                omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
                rate / fused_roofline, call_seconds, a.interval, a.storage, prop->last_timings().level_storage,
-               prop->peak_device_bytes(), mem.total());
+               prop->last_timings().imaging_steps, prop->peak_device_bytes(), mem.total());
 }
 
 }  // namespace

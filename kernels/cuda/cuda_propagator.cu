@@ -441,6 +441,7 @@ private:
     k::MaterialView<T> materials() const { return {ca_.get(), cb_.get(), cq_.get(), cq_uniform_}; }
 
 public:
+    int imaging_steps() const override { return paired_imaging(!host_levels_) ? 2 : 1; }
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
         if (s_.binomial_slots)

@@ -40,6 +40,9 @@ public:
     virtual AdjointResult adjoint(const InternalTraces& adjoint_source) = 0;
     /// Where the kept levels of the last forward(true) live, in words.
     virtual std::string level_storage() const = 0;
+    /// How many adjoint steps the imaging condition takes at once (the
+    /// CUDA backend's pairs, where its levels allow them; else 1).
+    virtual int imaging_steps() const { return 1; }
 };
 
 /// A Propagator built on an Engine: one orchestration for every backend.

@@ -145,6 +145,7 @@ struct RunTimings {
     double adjoint_s = 0;  // adjoint time loop, gradients back to the host
     double other_s = 0;    // misfit, resampling, chain rule, folding
     std::string level_storage;  // where the kept forward levels lived
+    int imaging_steps = 1;      // adjoint steps the imaging condition took at once (Engine::imaging_steps)
 };
 
 struct MemoryEstimate {

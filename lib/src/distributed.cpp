@@ -37,6 +37,7 @@ void add_timings(RunTimings& into, const RunTimings& t) {
     into.adjoint_s += t.adjoint_s;
     into.other_s += t.other_s;
     into.level_storage = t.level_storage;
+    into.imaging_steps = t.imaging_steps;
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     const InternalTraces internal = engine->forward(true);
     timings_.forward_s = seconds_since(t0);
     timings_.level_storage = engine->level_storage();
+    timings_.imaging_steps = engine->imaging_steps();
     t0 = std::chrono::steady_clock::now();
     GradientResult out;
     out.synthetic = to_user(s, internal, survey.nt);
