@@ -264,8 +264,7 @@ struct PairedImaging {
 
 /// Adjoint step m: cpu::imaging_condition (when `img` is non-null and reads
 /// a level; at the rows of `pair`, after the step it left there, when
-/// non-null),
-/// then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
+/// non-null), then cpu::adjoint_e_prepare, adjoint_h and adjoint_e_finish,
 /// reading lambda_ey, lambda_hx, lambda_hz, psi_hx_z and psi_ey_z from `in`
 /// and writing them to `out`, which must be other arrays (the other CPML
 /// memories, the same arrays in both, in place), and the sparse work of

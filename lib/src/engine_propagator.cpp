@@ -134,10 +134,10 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     // Ey, Hx, Hz and psi_ey_z from one buffer and write them to another);
     // gradient: adjoint fields (7; 13 on a GPU, Ey, Hx, Hz, psi_ey_z and
     // psi_hx_z twice and Ey a third time, for imaging in pairs of steps:
-    // 12 with binomial checkpointing, host levels or fp8), scratch (4) and two
-    // double accumulators summed over the shots (three with
-    // illumination); on a GPU also, at most, the map
-    // of the adjoint frame's receiver nodes (an int per 16 bytes of a level).
+    // 12 with binomial checkpointing, host levels or fp8), scratch (4) and
+    // two double accumulators summed over the shots (three with
+    // illumination); on a GPU also, at most, the map of the adjoint frame's
+    // receiver nodes (an int per 16 bytes of a level).
     // A GPU needs the scratch and the map only where its CPML's x strips
     // are too wide for the adjoint's tiles (kernels::cuda::
     // adjoint_uses_scratch), counted here all the same: an upper bound.
