@@ -69,11 +69,15 @@ double host_copy_bandwidth() {
 // same coefficients) and the imaging reads lambda_ey once more; uncompressed
 // kept levels are the forward's Ey itself (written once, read twice). With
 // the imaging in pairs of steps (RunTimings::imaging_steps), a level is read
-// 1.5 times and the accumulators move once for two steps.
+// 1.5 times and the accumulators move once for two steps. Forward steps in
+// pairs (RunTimings::forward_paired_share of the nodes) read and write the
+// three fields and the coefficients once for two steps, and write Ey of the
+// step between.
 double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
-                           bool uniform_mu, bool paired_imaging) {
+                           bool uniform_mu, bool paired_imaging, double paired_share) {
     const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
-    const double forward = (cuda ? 6.0 : 9.0) * word + coef * word;
+    const double one = (cuda ? 6.0 : 9.0) * word + coef * word, pair = (7.0 + coef) * word / 2.0;
+    const double forward = paired_share * pair + (1.0 - paired_share) * one;
     if (!gradient) return forward;
     const double adjoint = (cuda ? 7.0 : 17.0) * word + coef * word;
     const double reads = paired_imaging ? 1.5 : 2.0, steps = paired_imaging ? 2.0 : 1.0;
@@ -138,7 +142,9 @@ void run_bench(const BenchArgs& a) {
     const std::size_t stored = compression == SnapshotCompression::bf16 ? 2 : compression == SnapshotCompression::fp8 ? 1 : word;
     // fp8 levels read Ey twice more (max, then quantise) before they are stored
     const bool paired = prop->last_timings().imaging_steps == 2;
-    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true, paired) +
+    const double paired_share = prop->last_timings().forward_paired_share;
+    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true, paired,
+                                             paired_share) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
     const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
     const double achieved = rate * bytes;
@@ -155,6 +161,8 @@ void run_bench(const BenchArgs& a) {
     if (gradient)
         fmt::print("  kept forward levels in {}{}\n", prop->last_timings().level_storage,
                    paired ? "; imaging condition in pairs of adjoint steps" : "");
+    else if (paired_share > 0)
+        fmt::print("  two steps a pass over the fields at {:.0f}% of the nodes (step pairs)\n", 100 * paired_share);
     fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g}); peak on the device {:.3g} GiB\n",
                mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,
                prop->peak_device_bytes() / 1073741824.0);
@@ -163,11 +171,11 @@ void run_bench(const BenchArgs& a) {
                "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
                "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
                "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"imaging_steps\":{},"
-               "\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
+               "\"forward_paired_share\":{:.4f},\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
                omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
                rate / fused_roofline, call_seconds, a.interval, a.storage, prop->last_timings().level_storage,
-               prop->last_timings().imaging_steps, prop->peak_device_bytes(), mem.total());
+               prop->last_timings().imaging_steps, paired_share, prop->peak_device_bytes(), mem.total());
 }
 
 }  // namespace

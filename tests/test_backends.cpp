@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -267,6 +268,74 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
         expect_gpu_matches_cpu(opt, model, truth, survey,
                                "x strips " + std::to_string(c.left) + " and " + std::to_string(c.right) +
                                    " wide (adjoint: " + c.adjoint + "), stencil " + std::to_string(c.order));
+    }
+}
+
+// Forward runs without kept levels take two steps a pass deep in the
+// interior (kernels::cuda::step_pair) where that pays, on large grids; here
+// GPRFWI_PAIR_ROWS asks for them on a small one, with segments of 16 and 37
+// rows: sources and receivers inside the pair box, across its edges and
+// corners and outside it, sinc sources (64 points, more than a warp holds
+// at once) and bilinear ones, an odd step count, a magnetic model.
+TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    struct PairRows {  // sets GPRFWI_PAIR_ROWS for the test's time
+        explicit PairRows(const char* rows) { setenv("GPRFWI_PAIR_ROWS", rows, 1); }
+        ~PairRows() { unsetenv("GPRFWI_PAIR_ROWS"); }
+    };
+    struct Case {
+        Precision precision;
+        int order;
+        PointInterpolation interpolation;
+        bool magnetic = false;  // mu_r varying: the steps read cq per node
+    };
+    const Case cases[] = {{Precision::single, 4, PointInterpolation::sinc},
+                          {Precision::single, 4, PointInterpolation::sinc, true},
+                          {Precision::single, 4, PointInterpolation::bilinear},
+                          {Precision::single, 2, PointInterpolation::sinc},
+                          {Precision::single, 8, PointInterpolation::sinc},
+                          {Precision::double_precision, 4, PointInterpolation::sinc},
+                          {Precision::double_precision, 6, PointInterpolation::bilinear}};
+    const Grid g{420, 120, 0.02, 0.025};
+    const Model plain = test::heterogeneous_model(g, 41);
+    Model magnetic = plain;
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) magnetic.mu_r(iz, ix) = 1.0 + 0.5 * std::exp(-1e-4 * ((ix - 200) * (ix - 200) + (iz - 60) * (iz - 60)));
+    // model columns and rows near the pair box's edges (CPML 9 and 10 nodes): its first column lies at
+    // about 120 nodes from the interior's in single precision, 56 in double; its first row 16 rows in
+    auto at = [&](double col, double row) { return Position{col * g.dx, row * g.dz}; };
+    const Position sources[] = {at(200.3, 60.6), at(118.5, 40.2), at(125.3, 17.6), at(362.5, 99.5),
+                                at(59.5, 50.5),  at(64.3, 18.2),  at(300.0, 100.0)};
+    for (const Case& c : cases) {
+        const Model& model = c.magnetic ? magnetic : plain;
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
+        Survey survey = test::random_survey(g, 7, 1, 6, 161, 3e8, dt, 13);
+        for (std::size_t s = 0; s < survey.shots.size(); ++s) {
+            survey.shots[s].sources.front().position = sources[s];
+            survey.shots[s].receivers.push_back(sources[(s + 1) % survey.shots.size()]);
+            survey.shots[s].receivers.push_back(at(250.5, 70.5));
+        }
+        survey.shots[6].sources.push_back({at(126.0, 28.0), 0.5});  // a second source, on a node
+        PropagatorOptions opt = test::double_options(c.order, 0);
+        opt.cpml.widths = {9, 12, 10, 11};
+        opt.precision = c.precision;
+        opt.interpolation = c.interpolation;
+        const Traces cpu = CpuPropagator(opt).forward(model, survey);
+        opt.backend = BackendKind::cuda;
+        auto gpu = make_propagator(opt);
+        gpu->forward(model, survey);
+        EXPECT_EQ(gpu->last_timings().forward_paired_share, 0.0) << "a grid this small takes no pairs by itself";
+        for (const char* rows : {"16", "37"}) {
+            const PairRows asked(rows);
+            const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
+            const double share = gpu->last_timings().forward_paired_share;
+            std::printf("forward step pairs, %s, stencil %d, %s points%s, %s-row segments: traces %.2e, %.0f%% of "
+                        "the nodes two steps a pass\n",
+                        c.precision == Precision::single ? "single" : "double", c.order, to_string(c.interpolation),
+                        c.magnetic ? ", magnetic model" : "", rows, e, 100 * share);
+            EXPECT_GT(share, 0.1);
+            EXPECT_LT(e, c.precision == Precision::single ? 1e-5 : 1e-12);
+        }
     }
 }
 

@@ -268,7 +268,15 @@ public:
         allocate(keep_levels);
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         zero_fields();
+        pairs_ = !keep_levels && mid_ && nt >= 2;
         for (int m = 0; m < nt; ++m) {
+            if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
+                step_pair(m);
+                if (check_now(m) || check_now(m + 1)) check_finite(fields().ey, m + 1, "Ey");
+                report_progress(opt_, "forward", m + 2, s_.time.nt_internal);
+                ++m;
+                continue;
+            }
             if (keep_levels && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
             const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
             Stored* keep = j ? level_for_writing(j) : nullptr;
@@ -442,6 +450,9 @@ private:
 
 public:
     int imaging_steps() const override { return paired_imaging(!host_levels_) ? 2 : 1; }
+    double forward_paired_share() const override {
+        return pairs_ ? k::cuda::step_pair_share<T, ORDER>(g_, x_->view(), z_->view()) : 0.0;
+    }
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
         if (s_.binomial_slots)
@@ -497,6 +508,27 @@ private:
         } else {
             k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, stream_);
         }
+    }
+
+    /// Forward steps m and m + 1 at once (k::cuda::step_pair), without kept
+    /// levels: from the current buffer through the middle one into the other.
+    void step_pair(int m) {
+        const int nt = s_.time.nt_internal;
+        const k::TmFields<T> in = fields();
+        const k::TmFields<T> out = buffer(1 - current_);
+        k::TmFields<T> mid = out;
+        mid.ey = mid_->ey.get();
+        mid.hx = mid_->hx.get();
+        mid.hz = mid_->hz.get();
+        mid.psi_ey_z = mid_->psi_ey_z.get();
+        current_ = 1 - current_;
+        level_ey_ = nullptr;
+        const k::cuda::StepSources first{sparse_->view, sparse_->wavelets.get(), nt, m, true};
+        const k::cuda::StepSources second{sparse_->view, sparse_->wavelets.get(), nt, m + 1, true};
+        const k::cuda::StepSamples of_in{sparse_->view, traces_.get(), nt, m - 1};  // Ey^m
+        const k::cuda::StepSamples of_mid{sparse_->view, traces_.get(), nt, m};     // Ey^{m+1}
+        k::cuda::step_pair<T, ORDER>(g_, materials(), x_->view(), z_->view(), in, mid, out, first, second,
+                                     m > 0 ? &of_in : nullptr, of_mid, stream_);
     }
 
     /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
@@ -662,7 +694,7 @@ private:
         }
         std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
-        if (!gradient) return b;
+        if (!gradient) return b + 4 * n * sizeof(T);  // at most the step pairs' middle buffer
         b += 12 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5)
         if (paired_imaging(levels_on_device)) b += n * sizeof(T);  // a third lambda_ey
         if (adjoint_scratch()) b += 4 * n * sizeof(T) + n / (16 / sizeof(T)) * sizeof(int);  // q, p, at most frame_first_node
@@ -714,6 +746,9 @@ private:
                 for (const PointWeight& p : op.source)
                     sources_interior_ = sources_interior_ &&
                                         k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
+            // a forward-only engine takes its steps in pairs where it can: a middle buffer for the first's fields
+            if (!gradient && sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
+                mid_.emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             flag_ = DeviceArray<int>(1, bytes);
         }
@@ -820,6 +855,8 @@ private:
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
+    std::optional<DeviceFields<T>> mid_;  // the first step's fields of forward step pairs (forward-only engines)
+    bool pairs_ = false;                  // the last forward() took its steps in pairs
     DeviceArray<int> frame_first_node_;  // per shot and pack of the adjoint's frame (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;

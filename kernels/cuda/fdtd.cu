@@ -22,6 +22,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 
 #include "cuda_check.hpp"
 #include "gprfwi/grid.hpp"
@@ -237,6 +239,28 @@ Interior step_interior(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 /// of a row at its lane's columns.
 struct ZStrips {};  // MarchingWarp's tag for the z strips' blocks
 
+/// The interior warps' items of a step launch, per shot: `bands` bands of
+/// columns across, segments of kStepRows rows down, less a hole of whole
+/// bands [b1, b2) and segments [s1, s2) that another kernel owns (step_pair's
+/// pair box; none when b1 == b2), row of segments by row of segments.
+struct MarchingItems {
+    int bands = 0, b1 = 0, b2 = 0, s1 = 0, s2 = 0;
+    __host__ __device__ int count(int segments) const { return bands * segments - (b2 - b1) * (s2 - s1); }
+    /// The band and segment of item `item`.
+    __device__ __forceinline__ void place(int item, int& band, int& seg) const {
+        const int top = s1 * bands, side = bands - (b2 - b1), middle = (s2 - s1) * side;
+        if (item >= top && item < top + middle) {
+            const int k = item - top, r = k / side, c = k - r * side;
+            seg = s1 + r;
+            band = c < b1 ? c : c + (b2 - b1);
+            return;
+        }
+        if (item >= top) item -= middle - (s2 - s1) * bands;
+        seg = item / bands;
+        band = item - seg * bands;
+    }
+};
+
 template <typename T, int ORDER>
 struct MarchingWarp {
     static constexpr int N = kLanes<T>;
@@ -252,6 +276,14 @@ struct MarchingWarp {
         const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
         const int za = box.za + seg * kStepRows;
         place(g, box, item - seg * bands, za, min(za + kStepRows, box.zb), shot_index);
+    }
+    /// In the shot's `block`th block of a step's interior items.
+    __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, const MarchingItems& items,
+                                            int block, int shot_index) {
+        int band, seg;
+        items.place(block * kStepWarps + static_cast<int>(threadIdx.x) / 32, band, seg);
+        const int za = box.za + seg * kStepRows;
+        place(g, box, band, za, min(za + kStepRows, box.zb), shot_index);
     }
     /// In the shot's `block`th block of the z strips' (z_strip_blocks): the
     /// bands of each segment of kStripRows rows above the interior, then of
@@ -800,6 +832,7 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStre
 struct StepLaunch {
     Interior frame;  // the box outside which the frame lies
     int bands, strip_blocks, interior_blocks, frame_packs, frame_blocks;
+    MarchingItems items;  // the interior's
 };
 
 /// The z strips' blocks per shot: a warp for each band and segment of
@@ -809,20 +842,22 @@ inline int z_strip_blocks(const Interior& box, int nz, int bands) {
     return (segs * bands + kStepWarps - 1) / kStepWarps;
 }
 
-template <typename T, int ORDER, typename Stored>
-__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
-    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
-                TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
-    wait_for_previous_kernel();
-    allow_next_kernel();
-    if (static_cast<int>(blockIdx.x) < l.strip_blocks) {
-        const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.bands, blockIdx.x, blockIdx.y);
+/// Block `block` of step_kernel's launch (also run by pair_first_kernel);
+/// HOLE: its interior items have a hole (MarchingItems), else all are there.
+template <typename T, int ORDER, typename Stored, bool HOLE>
+__device__ __forceinline__ void step_block(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                                           const CpmlAxis<T>& z, const Interior& box, const StepLaunch& l,
+                                           const TmFields<T>& in, const TmFields<T>& out, Stored* keep,
+                                           const StepSamples& samples, int block) {
+    if (block < l.strip_blocks) {
+        const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.bands, block, blockIdx.y);
         marching_step_warp<T, ORDER, Stored, true>(g, m, z, in, out, keep, w);
         return;
     }
-    const int b = blockIdx.x - l.strip_blocks;
+    const int b = block - l.strip_blocks;
     if (b < l.interior_blocks) {
-        const MarchingWarp<T, ORDER> w(g, box, l.bands, b, blockIdx.y);
+        const MarchingWarp<T, ORDER> w = HOLE ? MarchingWarp<T, ORDER>(g, box, l.items, b, blockIdx.y)
+                                              : MarchingWarp<T, ORDER>(g, box, l.bands, b, blockIdx.y);
         marching_step_warp<T, ORDER, Stored, false>(g, m, z, in, out, keep, w);
         return;
     }
@@ -838,16 +873,27 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
         frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
 }
 
+template <typename T, int ORDER, typename Stored, bool HOLE = false>
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
+    step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    step_block<T, ORDER, Stored, HOLE>(g, m, x, z, box, l, in, out, keep, samples, blockIdx.x);
+}
+
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32)
     frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep, Interior frame, int frame_blocks, StepSources src) {
+                   Stored* keep, Interior frame, int frame_blocks, StepSources src, Interior skip) {
     constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     wait_for_previous_kernel();
     allow_next_kernel();
-    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only
+    if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only (not in `skip`)
         const int e = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
-        if (blockIdx.y == 0 && e < src.op.n_source_points)
+        int ix, iz;
+        if (blockIdx.y == 0 && e < src.op.n_source_points &&
+            !(node_at(g, src.op.source_index[e], ix, iz) && inside(skip, ix, iz)))
             inject_source_point(g, src.op, src.wavelets, src.nt, src.m, out.ey, keep, e);
         return;
     }
@@ -901,6 +947,309 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     if (xp) store_pack(f.psi_hz_x + o, px, n);
     if (zp) store_pack(f.psi_hx_z + o, pz, n);
     if (keep) store_pack(keep + o, kept, n);
+}
+
+// Two steps a pass (temporal blocking; bench-probes/two_step_probe.cu): in
+// the pair box, deep in the interior, a warp marches down a segment of rows
+// doing both steps, four stages at staggered rows of one loop (at row i:
+// Hx^{n+1/2} at i+R-1, Hz^{n+1/2} and Ey^{n+1} at i, Hx^{n+3/2} at i-R, Hz^{n+3/2}
+// and Ey^{n+2} at i-2R+1), so Ey, Hx, Hz are read and written once for two
+// steps. It recomputes the first step around what it owns (2 lanes more at
+// each edge for order 4 in float, the 6R-3 rows above its segment), from the
+// first step's input only, so it waits for no other warp. The box keeps
+// 2*ORDER nodes from the CPML strips (every node the warps recompute is a
+// plain interior node) and consists of whole bands and segments of step's
+// interior warps, which so leave it out in both steps (MarchingItems). The
+// warps add the first step's source term themselves at every node they
+// compute (the frame launch adds it only outside the box), store Ey^{n+1}
+// (for the receivers, sampled by the second step's launch), and store
+// Hx^{n+1/2}, Hz^{n+1/2} where the second step's warps around the box read
+// them. Each node's arithmetic is the CPU's, in the same order.
+
+/// The pair warps' lanes: those whose columns the two steps' x reach (4R - 2
+/// columns) needs at each edge only supply neighbours.
+template <typename T, int ORDER>
+struct PairShape {
+    static constexpr int N = kLanes<T>, R = ORDER / 2;
+    static constexpr int HL = (4 * R - 2 + N - 1) / N;
+    static constexpr int U = 32 - 2 * HL;
+};
+
+/// The pair warps' launch: the box they own, per shot their bands of U * N
+/// columns and segments of `rows` rows, kStepWarps a block.
+struct PairLaunch {
+    Interior box;
+    int bands, rows, blocks;
+};
+
+/// The box of step_pair's pair warps: step's interior without its first and
+/// last bands (and whatever of them lies within 2 * ORDER columns of the
+/// interior's edge) and the segments within 2 * ORDER rows of its edges.
+template <typename T, int ORDER>
+Interior pair_box(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    using S = StepShape<T, ORDER>;
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    constexpr int band = S::U * S::N, margin = 2 * ORDER;
+    if (box.xb <= box.xa) return Interior{0, 0, 0, 0};
+    Interior d{box.xa + band, box.xa + (box.xb - margin - box.xa) / band * band,
+               box.za + (margin + kStepRows - 1) / kStepRows * kStepRows,
+               box.za + (box.zb - margin - box.za) / kStepRows * kStepRows};
+    if (d.xa >= d.xb || d.za >= d.zb) d = Interior{0, 0, 0, 0};
+    return d;
+}
+
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    pair_first_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                      PairLaunch p, TmFields<T> in, TmFields<T> mid, TmFields<T> out, StepSources src,
+                      StepSamples samples);
+
+/// The pair warps' launch. A pair warp's segment takes long (two steps of
+/// `rows` + 6R - 3 rows), so the segments are cut to fill the GPU's resident
+/// warps in whole waves (with `rows` < 0; else `rows` rows).
+template <typename T, int ORDER>
+PairLaunch pair_launch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, int rows) {
+    using P = PairShape<T, ORDER>;
+    PairLaunch p{pair_box<T, ORDER>(g, x, z), 0, rows, 0};
+    if (p.box.xb <= p.box.xa) return p;
+    p.bands = (p.box.xb - p.box.xa + P::U * P::N - 1) / (P::U * P::N);
+    const int height = p.box.zb - p.box.za;
+    if (rows <= 0) {
+        static const int resident = [] {
+            int device = 0, sms = 0, blocks = 0;
+            GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+            GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+            GPRFWI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, pair_first_kernel<T, ORDER>,
+                                                                            kStepWarps * 32, 0));
+            return std::max(1, sms * blocks * kStepWarps);
+        }();
+        const long long per_segment_row = static_cast<long long>(p.bands) * g.n_shots;  // warps a row of segments
+        const int at64 = static_cast<int>(per_segment_row * ((height + 63) / 64));
+        const int waves = (at64 + resident - 1) / resident;
+        const int segments = std::max<long long>(1, static_cast<long long>(waves) * resident / per_segment_row);
+        p.rows = std::max(16, (height + segments - 1) / segments);
+    }
+    p.blocks = (p.bands * ((height + p.rows - 1) / p.rows) + kStepWarps - 1) / kStepWarps;
+    return p;
+}
+
+/// Hx' = Hx - cq * Dz+[Ey] from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]).
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_hx(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
+                                               const Pack<T, N>* e) {
+    constexpr int R = ORDER / 2;
+    Pack<T, N> h;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
+        dz *= g.inv_dz;
+        h.v[j] = old.v[j] - cq.v[j] * dz;
+    }
+    return h;
+}
+
+/// Hz' = Hz + cq * Dx+[Ey] at one row (x neighbours by shuffles).
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_hz(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
+                                               const Pack<T, N>& ey) {
+    using S = StepShape<T, ORDER>;
+    constexpr int R = S::R, HL = S::HL;
+    T e[S::W];
+    lane_window<N, HL>(ey, e);
+    Pack<T, N> h;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dx = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
+        dx *= g.inv_dx;
+        h.v[j] = old.v[j] + cq.v[j] * dx;
+    }
+    return h;
+}
+
+/// Ey' = ca * Ey + cb * (Dx-[Hz] - Dz-[Hx]) at one row, hx the Hx rows r-R .. r+R-1.
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_ey(const GridParams<T>& g, const Pack<T, N>& ey, const Pack<T, N>& ca,
+                                               const Pack<T, N>& cb, const Pack<T, N>& hz, const Pack<T, N>* hx) {
+    using S = StepShape<T, ORDER>;
+    constexpr int R = S::R, HL = S::HL;
+    T h[S::W];
+    lane_window<N, HL>(hz, h);
+    Pack<T, N> e;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dx = 0, dz = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            dx += coef<T, ORDER>(k) * (h[HL * N + j + k] - h[HL * N + j - k - 1]);
+            dz += coef<T, ORDER>(k) * (hx[R + k].v[j] - hx[R - 1 - k].v[j]);
+        }
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        e.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+    }
+    return e;
+}
+
+/// A pair warp's source points (of its shot), 32 at a time: lane l holds
+/// point first + l's row, column and term (weight * wavelet[m]).
+template <typename T>
+struct PointChunk {
+    int row = -1, col = 0;
+    T term = 0;
+    __device__ __forceinline__ PointChunk(const GridParams<T>& g, const StepSources& s, int e, int end) {
+        if (e < end && node_at(g, s.op.source_index[e], col, row))
+            term = static_cast<T>(s.op.source_weight[e] * s.wavelets[static_cast<std::size_t>(s.op.source_shot[e]) * s.nt + s.m]);
+        else
+            row = -1;
+    }
+    /// Adds the terms of the points at row r to ey, whose lane's first column is c0, in point order.
+    template <int N>
+    __device__ __forceinline__ void add(int r, int c0, Pack<T, N>& ey) const {
+        for (unsigned hit = __ballot_sync(0xffffffffu, row == r); hit; hit &= hit - 1) {
+            const int l = __ffs(hit) - 1;
+            const int c = __shfl_sync(0xffffffffu, col, l);
+            const T t = __shfl_sync(0xffffffffu, term, l);
+#pragma unroll
+            for (int j = 0; j < N; ++j)
+                if (c0 + j == c) ey.v[j] = ey.v[j] + t;
+        }
+    }
+};
+
+/// The loads of one row of a pair warp (row i): Ey^n at i+2R-1, Hx^n and cq at i+R-1, Hz^n, cq, ca, cb at i.
+template <typename T, int N>
+struct PairRow {
+    Pack<T, N> ey, hx, cq_h, hz, cq, ca, cb;
+};
+
+template <typename T, int ORDER>
+__device__ __forceinline__ void pair_warp(const GridParams<T>& g, const MaterialView<T>& m, const PairLaunch& p,
+                                          const TmFields<T>& in, const TmFields<T>& mid, const TmFields<T>& out,
+                                          const StepSources& src, int block, int shot_index) {
+    using P = PairShape<T, ORDER>;
+    constexpr int N = P::N, R = P::R;
+    const int lane = threadIdx.x & 31;
+    const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / p.bands;
+    const int band = item - seg * p.bands;
+    const int z0 = p.box.za + seg * p.rows, z1 = min(z0 + p.rows, p.box.zb);
+    if (z0 >= z1) return;  // the whole warp
+    const int c0 = p.box.xa + band * P::U * N + (lane - P::HL) * N;  // this lane's first column
+    const bool owner = lane >= P::HL && lane < 32 - P::HL && c0 < p.box.xb;
+    // where the second step's warps around the box read the first step's H: within their neighbour lanes'
+    // columns (and one pack more) and 2R rows of the box's edges
+    constexpr int ring_cols = (StepShape<T, ORDER>::HL + 1) * N;
+    const bool ring_x = c0 < p.box.xa + ring_cols || c0 + N > p.box.xb - ring_cols;
+    auto ring = [&](int r) { return ring_x || r < p.box.za + 2 * R || r >= p.box.zb - 2 * R; };
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(g.origin) + min(c0, g.stride - kMaxHalo - N);
+    const std::size_t shot = shot_index * g.shot_stride;
+    auto at = [&](int r) { return col + static_cast<std::ptrdiff_t>(r) * g.stride; };
+    auto coefs = [&](const T* a, int r) { return load_pack<N>(a + at(r)); };
+    auto cq_row = [&](int r) {
+        if (m.cq_uniform == T(0)) return coefs(m.cq, r);
+        Pack<T, N> v;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v.v[j] = m.cq_uniform;
+        return v;
+    };
+    auto row_loads = [&](int i) {
+        const int q = i + R - 1;
+        return PairRow<T, N>{load_pack<N>(in.ey + shot + at(i + 2 * R - 1)), load_pack<N>(in.hx + shot + at(q)),
+                             cq_row(q), load_pack<N>(in.hz + shot + at(i)), cq_row(i), coefs(m.ca, i),
+                             coefs(m.cb, i)};
+    };
+    // the shot's source points: the first 32 in registers, their rows' range
+    const int src_begin = src.op.shot_source_begin[shot_index], src_end = src.op.shot_source_begin[shot_index + 1];
+    const PointChunk<T> points(g, src, src_begin + lane, src_end);
+    int src_lo = points.row >= 0 ? points.row : INT_MAX, src_hi = points.row;
+    for (int e = src_begin + 32 + lane; e < src_end; e += 32) {
+        const PointChunk<T> more(g, src, e, src_end);
+        if (more.row >= 0) src_lo = min(src_lo, more.row), src_hi = max(src_hi, more.row);
+    }
+    for (int d = 16; d > 0; d /= 2) {
+        src_lo = min(src_lo, __shfl_xor_sync(0xffffffffu, src_lo, d));
+        src_hi = max(src_hi, __shfl_xor_sync(0xffffffffu, src_hi, d));
+    }
+
+    Pack<T, N> ew[2 * R];   // Ey^n rows i .. i+2R-1
+    Pack<T, N> hw[2 * R];   // Hx^{n+1/2} rows i-R .. i+R-1
+    Pack<T, N> zl[2 * R];   // Hz^{n+1/2} rows i-2R+1 .. i
+    Pack<T, N> e1w[2 * R];  // Ey^{n+1} rows i-2R+1 .. i
+    Pack<T, N> h2w[2 * R];  // Hx^{n+3/2} rows i-3R+1 .. i-R
+    const int first = z0 - 4 * R + 2, last = z1 + 2 * R - 2;
+#pragma unroll
+    for (int k = 0; k < 2 * R - 1; ++k) ew[k] = load_pack<N>(in.ey + shot + at(first + k));
+    PairRow<T, N> next = row_loads(first);
+    for (int i = first; i <= last; ++i) {
+        // this row's loads were issued a row ago; the next row's go out before the arithmetic
+        const PairRow<T, N> cur = next;
+        if (i < last) next = row_loads(i + 1);
+        // the coefficients of the second step's rows (read a few rows ago: cached), before the arithmetic
+        const Pack<T, N> cq3 = cq_row(i - R), cq4 = cq_row(i - 2 * R + 1), ca4 = coefs(m.ca, i - 2 * R + 1),
+                         cb4 = coefs(m.cb, i - 2 * R + 1);
+        ew[2 * R - 1] = cur.ey;
+        // Hx^{n+1/2} at row i+R-1
+        const int q = i + R - 1;
+        hw[2 * R - 1] = plain_hx<T, ORDER, N>(g, cur.hx, cur.cq_h, ew);
+        if (owner && q >= z0 && q < z1 && ring(q)) store_pack(mid.hx + shot + at(q), hw[2 * R - 1], N);
+        // Hz^{n+1/2}, Ey^{n+1} (+ the source term) at row i
+        if (i >= z0 - 2 * R + 1) {
+            zl[2 * R - 1] = plain_hz<T, ORDER, N>(g, cur.hz, cur.cq, ew[0]);
+            e1w[2 * R - 1] = plain_ey<T, ORDER, N>(g, ew[0], cur.ca, cur.cb, zl[2 * R - 1], hw);
+            if (i >= src_lo && i <= src_hi) {
+                points.add(i, c0, e1w[2 * R - 1]);
+                for (int e = src_begin + 32; e < src_end; e += 32) PointChunk<T>(g, src, e + lane, src_end).add(i, c0, e1w[2 * R - 1]);
+            }
+            if (owner && i >= z0 && i < z1) {
+                store_pack(mid.ey + shot + at(i), e1w[2 * R - 1], N);
+                if (ring(i)) store_pack(mid.hz + shot + at(i), zl[2 * R - 1], N);
+            }
+        }
+        // Hx^{n+3/2} at row i-R
+        if (i >= z0) {
+            const int a = i - R;
+            h2w[2 * R - 1] = plain_hx<T, ORDER, N>(g, hw[0], cq3, e1w);
+            if (owner && a >= z0 && a < z1) store_pack(out.hx + shot + at(a), h2w[2 * R - 1], N);
+        }
+        // Hz^{n+3/2}, Ey^{n+2} at row i-2R+1
+        if (i >= z0 + 2 * R - 1) {
+            const int r = i - 2 * R + 1;
+            const Pack<T, N> hz = plain_hz<T, ORDER, N>(g, zl[0], cq4, e1w[0]);
+            const Pack<T, N> ey = plain_ey<T, ORDER, N>(g, e1w[0], ca4, cb4, hz, h2w);
+            if (owner) {
+                store_pack(out.hz + shot + at(r), hz, N);
+                store_pack(out.ey + shot + at(r), ey, N);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 2 * R - 1; ++k) {
+            ew[k] = ew[k + 1];
+            hw[k] = hw[k + 1];
+            zl[k] = zl[k + 1];
+            e1w[k] = e1w[k + 1];
+            h2w[k] = h2w[k + 1];
+        }
+    }
+}
+
+/// step_pair's first launch: step_kernel's blocks for the first step
+/// outside the pair box (short: they go first), then the pair warps.
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    pair_first_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                      PairLaunch p, TmFields<T> in, TmFields<T> mid, TmFields<T> out, StepSources src,
+                      StepSamples samples) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    const int step_blocks = static_cast<int>(gridDim.x) - p.blocks;
+    if (static_cast<int>(blockIdx.x) >= step_blocks) {
+        pair_warp<T, ORDER>(g, m, p, in, mid, out, src, blockIdx.x - step_blocks, blockIdx.y);
+        return;
+    }
+    step_block<T, ORDER, T, true>(g, m, x, z, box, l, in, mid, static_cast<T*>(nullptr), samples, blockIdx.x);
 }
 
 template <typename T, typename Stored>
@@ -1570,6 +1919,7 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const Interior box = step_interior<T, ORDER>(g, x, z);
     StepLaunch l{};
     marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
+    l.items.bands = l.bands;
     l.strip_blocks = z_strip_blocks(box, g.nz, l.bands);
     l.frame = with_z_strips(box, g.nz);
     l.frame_packs = frame_packs(g, l.frame);
@@ -1584,9 +1934,83 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (l.frame_blocks + inject_blocks > 0) {
         const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
         launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
-                         l.frame, l.frame_blocks, merged ? *sources : StepSources{});
+                         l.frame, l.frame_blocks, merged ? *sources : StepSources{}, Interior{0, 0, 0, 0});
     }
     if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
+}
+
+/// Rows of a pair warp's segment: GPRFWI_PAIR_ROWS, for measurements (docs/
+/// gpu.md): unset (-2 here), automatic (pair_launch) where the pairs pay
+/// (step_pair_applies); 0, no pairs; N > 0, N rows, and -1 automatic,
+/// wherever there is a pair box.
+inline int pair_rows() {
+    const char* v = std::getenv("GPRFWI_PAIR_ROWS");
+    return v ? std::max(-1, std::atoi(v)) : -2;
+}
+
+// Where the pairs pay, measured on the H200 (forward, CPML 20,
+// docs/performance.md): stencils 2 and 4 (in float and double; 6 and 8, whose
+// pair warps hold twice the rows in 210-250 registers, ran from +2% to -19%
+// at 4000^2), from 2500^2 x 1 shot and 2000^2 x 4 up (+10 to +34%), not at
+// 2000^2 x 1, 1500^2 x 4, 1000^2 x 4 or x 8 (-6 to -19%): the steps outside
+// the pair box, twice a pair, and the pair's further launches cost the most
+// where the box is a small share of the interior (85-87% at 1000^2 and
+// 1500^2; 89% at 2000^2) or holds little work (2000^2 x 1).
+constexpr double kPairMinShare = 0.88, kPairMinNodes = 5e6;
+
+template <typename T, int ORDER>
+bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    const int rows = pair_rows();
+    if (rows == 0 || pair_launch<T, ORDER>(g, x, z, rows).blocks == 0) return false;
+    if (rows != -2) return true;
+    if (ORDER > 4) return false;
+    const Interior box = step_interior<T, ORDER>(g, x, z), d = pair_box<T, ORDER>(g, x, z);
+    const double nodes = static_cast<double>(d.xb - d.xa) * (d.zb - d.za);
+    return nodes >= kPairMinShare * (box.xb - box.xa) * (box.zb - box.za) && nodes * g.n_shots >= kPairMinNodes;
+}
+
+template <typename T, int ORDER>
+double step_pair_share(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
+    const Interior d = pair_box<T, ORDER>(g, x, z);
+    return static_cast<double>(d.xb - d.xa) * (d.zb - d.za) / (static_cast<double>(g.nx) * g.nz);
+}
+
+template <typename T, int ORDER>
+void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+               const TmFields<T>& in, const TmFields<T>& mid, const TmFields<T>& out, const StepSources& first,
+               const StepSources& second, const StepSamples* samples_in, const StepSamples& samples_mid,
+               Stream stream) {
+    constexpr int kThreads = kStepWarps * 32;
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    const PairLaunch p = pair_launch<T, ORDER>(g, x, z, pair_rows());
+    using S = StepShape<T, ORDER>;
+    StepLaunch l{};
+    marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
+    // the interior's warps outside the pair box
+    const int band = S::U * S::N;
+    l.items = MarchingItems{l.bands, (p.box.xa - box.xa) / band, (p.box.xb - box.xa) / band,
+                            (p.box.za - box.za) / kStepRows, (p.box.zb - box.za) / kStepRows};
+    l.interior_blocks =
+        (l.items.count((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
+    l.strip_blocks = z_strip_blocks(box, g.nz, l.bands);
+    l.frame = with_z_strips(box, g.nz);
+    l.frame_packs = frame_packs(g, l.frame);
+    l.frame_blocks = blocks_for(l.frame_packs, kThreads);
+    const int inject_blocks = blocks_for(first.op.n_source_points, kThreads);
+    const int step_blocks = l.strip_blocks + l.interior_blocks + l.frame_blocks;
+    // the first step (and the second in the pair box)
+    const int sample_in = samples_in ? blocks_for(static_cast<std::size_t>(samples_in->op.n_rows) * 32, kThreads) : 0;
+    launch_dependent(pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_in, g.n_shots), dim3(kThreads),
+                     stream, g, m, x, z, box, l, p, in, mid, out, first, samples_in ? *samples_in : StepSamples{});
+    launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+                     stream, g, m, x, z, in, mid, static_cast<T*>(nullptr), l.frame, l.frame_blocks, first, p.box);
+    // the second step outside the pair box
+    const int sample_mid = blocks_for(static_cast<std::size_t>(samples_mid.op.n_rows) * 32, kThreads);
+    launch_dependent(step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_mid, g.n_shots), dim3(kThreads), stream, g, m,
+                     x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
+    launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+                     stream, g, m, x, z, mid, out, static_cast<T*>(nullptr), l.frame, l.frame_blocks, second,
+                     Interior{0, 0, 0, 0});
 }
 
 template <typename T, int ORDER>
@@ -1727,6 +2151,12 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream s
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
                                     const StepSources*, const StepSamples*, Stream);                                                 \
+    template void step_pair<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
+                                      const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,                \
+                                      const TmFields<T>&, const StepSources&, const StepSources&,                \
+                                      const StepSamples*, const StepSamples&, Stream);                            \
+    template bool step_pair_applies<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
+    template double step_pair_share<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
     template int adjoint_frame_packs<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \

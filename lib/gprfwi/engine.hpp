@@ -43,6 +43,10 @@ public:
     /// How many adjoint steps the imaging condition takes at once (the
     /// CUDA backend's pairs, where its levels allow them; else 1).
     virtual int imaging_steps() const { return 1; }
+    /// The share of the grid's nodes whose steps the last forward() took two
+    /// a pass over the fields (the CUDA backend's step pairs, without kept
+    /// levels, on large grids; else 0).
+    virtual double forward_paired_share() const { return 0; }
 };
 
 /// A Propagator built on an Engine: one orchestration for every backend.

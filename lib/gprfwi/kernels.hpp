@@ -206,6 +206,28 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
           const StepSamples* samples, Stream stream);
 
+/// Two steps (n -> n + 2) of step<T, ORDER, T> without kept levels, from
+/// `in` through `mid` (the first step's fields, another buffer like `out`:
+/// its own Ey, Hx, Hz and psi_ey_z, the other memories shared) into `out`;
+/// deep in the interior the two steps are one pass over the fields. The
+/// sources (`first` of step n, `second` of n + 1) must lie in the interior
+/// (StepSources::interior). Samples `in.ey` when `samples_in` is non-null and
+/// `mid.ey` always.
+template <typename T, int ORDER>
+void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+               const TmFields<T>& in, const TmFields<T>& mid, const TmFields<T>& out, const StepSources& first,
+               const StepSources& second, const StepSamples* samples_in, const StepSamples& samples_mid,
+               Stream stream);
+
+/// Whether the forward steps in pairs (step_pair) on this grid: where they
+/// pay (large grids, stencils 2 and 4), or as GPRFWI_PAIR_ROWS asks (docs/gpu.md).
+template <typename T, int ORDER>
+bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
+
+/// The share of the grid's nodes that step_pair steps two a pass.
+template <typename T, int ORDER>
+double step_pair_share(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
+
 /// Whether the node at storage index `index` (of a shot) lies in the
 /// interior of step<T, ORDER>: the nodes updated in its first launch, whose
 /// stencils reach no CPML node.

@@ -146,6 +146,7 @@ struct RunTimings {
     double other_s = 0;    // misfit, resampling, chain rule, folding
     std::string level_storage;  // where the kept forward levels lived
     int imaging_steps = 1;      // adjoint steps the imaging condition took at once (Engine::imaging_steps)
+    double forward_paired_share = 0;  // of the nodes, stepped two a pass (Engine::forward_paired_share)
 };
 
 struct MemoryEstimate {

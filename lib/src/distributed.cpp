@@ -38,6 +38,7 @@ void add_timings(RunTimings& into, const RunTimings& t) {
     into.other_s += t.other_s;
     into.level_storage = t.level_storage;
     into.imaging_steps = t.imaging_steps;
+    into.forward_paired_share = t.forward_paired_share;
 }
 
 }  // namespace

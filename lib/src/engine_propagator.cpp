@@ -60,6 +60,7 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     t0 = std::chrono::steady_clock::now();
     const InternalTraces internal = engine->forward(false);
     timings_.forward_s = seconds_since(t0);
+    timings_.forward_paired_share = engine->forward_paired_share();
     t0 = std::chrono::steady_clock::now();
     Traces out = to_user(s, internal, survey.nt);
     timings_.other_s = seconds_since(t0);
@@ -77,6 +78,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     timings_.forward_s = seconds_since(t0);
     timings_.level_storage = engine->level_storage();
     timings_.imaging_steps = engine->imaging_steps();
+    timings_.forward_paired_share = engine->forward_paired_share();
     t0 = std::chrono::steady_clock::now();
     GradientResult out;
     out.synthetic = to_user(s, internal, survey.nt);
@@ -141,8 +143,11 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     // A GPU needs the scratch and the map only where its CPML's x strips
     // are too wide for the adjoint's tiles (kernels::cuda::
     // adjoint_uses_scratch), counted here all the same: an upper bound.
+    // A GPU's forward-only run also has, where it takes its steps in pairs
+    // (kernels::cuda::step_pair_applies), a middle buffer of 4 arrays: counted
+    // for every forward-only GPU run, an upper bound.
     const bool cpu = options.backend == BackendKind::cpu;
-    e.fields_bytes = 3 * g.storage_size() * word + (cpu ? 7 : 11) * level * word;
+    e.fields_bytes = 3 * g.storage_size() * word + (cpu ? 7 : gradient ? 11 : 15) * level * word;
     if (gradient) {
         e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
         if (!cpu) e.fields_bytes += level * word / 16 * sizeof(int);
