@@ -830,9 +830,9 @@ void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStre
 /// a block, then the receivers'; the shot in blockIdx.y. The frame is what
 /// the marching warps leave: all but the interior's columns.
 struct StepLaunch {
-    Interior frame;  // the box outside which the frame lies
-    int bands, strip_blocks, interior_blocks, frame_packs, frame_blocks;
-    MarchingItems items;  // the interior's
+    Interior frame;       // the box outside which the frame lies
+    MarchingItems items;  // the interior's (its bands also the z strips')
+    int strip_blocks, interior_blocks, frame_packs, frame_blocks;
 };
 
 /// The z strips' blocks per shot: a warp for each band and segment of
@@ -850,14 +850,14 @@ __device__ __forceinline__ void step_block(const GridParams<T>& g, const Materia
                                            const TmFields<T>& in, const TmFields<T>& out, Stored* keep,
                                            const StepSamples& samples, int block) {
     if (block < l.strip_blocks) {
-        const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.bands, block, blockIdx.y);
+        const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.items.bands, block, blockIdx.y);
         marching_step_warp<T, ORDER, Stored, true>(g, m, z, in, out, keep, w);
         return;
     }
     const int b = block - l.strip_blocks;
     if (b < l.interior_blocks) {
         const MarchingWarp<T, ORDER> w = HOLE ? MarchingWarp<T, ORDER>(g, box, l.items, b, blockIdx.y)
-                                              : MarchingWarp<T, ORDER>(g, box, l.bands, b, blockIdx.y);
+                                              : MarchingWarp<T, ORDER>(g, box, l.items.bands, b, blockIdx.y);
         marching_step_warp<T, ORDER, Stored, false>(g, m, z, in, out, keep, w);
         return;
     }
@@ -1102,7 +1102,8 @@ struct PointChunk {
     T term = 0;
     __device__ __forceinline__ PointChunk(const GridParams<T>& g, const StepSources& s, int e, int end) {
         if (e < end && node_at(g, s.op.source_index[e], col, row))
-            term = static_cast<T>(s.op.source_weight[e] * s.wavelets[static_cast<std::size_t>(s.op.source_shot[e]) * s.nt + s.m]);
+            term = static_cast<T>(s.op.source_weight[e] *
+                                  s.wavelets[static_cast<std::size_t>(s.op.source_shot[e]) * s.nt + s.m]);
         else
             row = -1;
     }
@@ -1201,7 +1202,8 @@ __device__ __forceinline__ void pair_warp(const GridParams<T>& g, const Material
             e1w[2 * R - 1] = plain_ey<T, ORDER, N>(g, ew[0], cur.ca, cur.cb, zl[2 * R - 1], hw);
             if (i >= src_lo && i <= src_hi) {
                 points.add(i, c0, e1w[2 * R - 1]);
-                for (int e = src_begin + 32; e < src_end; e += 32) PointChunk<T>(g, src, e + lane, src_end).add(i, c0, e1w[2 * R - 1]);
+                for (int e = src_begin + 32; e < src_end; e += 32)
+                    PointChunk<T>(g, src, e + lane, src_end).add(i, c0, e1w[2 * R - 1]);
             }
             if (owner && i >= z0 && i < z1) {
                 store_pack(mid.ey + shot + at(i), e1w[2 * R - 1], N);
@@ -1909,6 +1911,35 @@ __global__ void flag_non_finite_kernel(std::size_t n, const T* field, int* flag)
 
 int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
+/// step_kernel's launch over the interior `box` (step_interior): its
+/// marching warps less those of `hole` (whole bands and segments of them;
+/// none when empty), the z strips' and the frame's blocks.
+template <typename T, int ORDER>
+StepLaunch step_launch(const GridParams<T>& g, const Interior& box, const Interior& hole) {
+    using S = StepShape<T, ORDER>;
+    constexpr int band = S::U * S::N;
+    StepLaunch l{};
+    marching_blocks<T, ORDER>(box, l.items.bands, l.interior_blocks);
+    if (hole.xb > hole.xa) {
+        l.items.b1 = (hole.xa - box.xa) / band;
+        l.items.b2 = (hole.xb - box.xa) / band;
+        l.items.s1 = (hole.za - box.za) / kStepRows;
+        l.items.s2 = (hole.zb - box.za) / kStepRows;
+        l.interior_blocks =
+            (l.items.count((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
+    }
+    l.strip_blocks = z_strip_blocks(box, g.nz, l.items.bands);
+    l.frame = with_z_strips(box, g.nz);
+    l.frame_packs = frame_packs(g, l.frame);
+    l.frame_blocks = blocks_for(l.frame_packs, kStepWarps * 32);
+    return l;
+}
+
+/// The blocks of a step launch that take the receivers' samples (a warp a receiver row; none without).
+int sample_blocks(const StepSamples* samples) {
+    return samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kStepWarps * 32) : 0;
+}
+
 }  // namespace
 
 template <typename T, int ORDER, typename Stored>
@@ -1917,15 +1948,8 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const StepSamples* samples, Stream stream) {
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
-    StepLaunch l{};
-    marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
-    l.items.bands = l.bands;
-    l.strip_blocks = z_strip_blocks(box, g.nz, l.bands);
-    l.frame = with_z_strips(box, g.nz);
-    l.frame_packs = frame_packs(g, l.frame);
-    l.frame_blocks = blocks_for(l.frame_packs, kThreads);
-    const int sample_blocks = samples ? blocks_for(static_cast<std::size_t>(samples->op.n_rows) * 32, kThreads) : 0;
-    const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks, g.n_shots);
+    const StepLaunch l = step_launch<T, ORDER>(g, box, Interior{0, 0, 0, 0});
+    const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks(samples), g.n_shots);
     launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
                      samples ? *samples : StepSamples{});
     // the frame's E, and the source term when its points lie in the interior (whose E is done)
@@ -1983,31 +2007,18 @@ void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
     const PairLaunch p = pair_launch<T, ORDER>(g, x, z, pair_rows());
-    using S = StepShape<T, ORDER>;
-    StepLaunch l{};
-    marching_blocks<T, ORDER>(box, l.bands, l.interior_blocks);
-    // the interior's warps outside the pair box
-    const int band = S::U * S::N;
-    l.items = MarchingItems{l.bands, (p.box.xa - box.xa) / band, (p.box.xb - box.xa) / band,
-                            (p.box.za - box.za) / kStepRows, (p.box.zb - box.za) / kStepRows};
-    l.interior_blocks =
-        (l.items.count((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
-    l.strip_blocks = z_strip_blocks(box, g.nz, l.bands);
-    l.frame = with_z_strips(box, g.nz);
-    l.frame_packs = frame_packs(g, l.frame);
-    l.frame_blocks = blocks_for(l.frame_packs, kThreads);
+    const StepLaunch l = step_launch<T, ORDER>(g, box, p.box);  // outside the pair box
     const int inject_blocks = blocks_for(first.op.n_source_points, kThreads);
     const int step_blocks = l.strip_blocks + l.interior_blocks + l.frame_blocks;
     // the first step (and the second in the pair box)
-    const int sample_in = samples_in ? blocks_for(static_cast<std::size_t>(samples_in->op.n_rows) * 32, kThreads) : 0;
-    launch_dependent(pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_in, g.n_shots), dim3(kThreads),
-                     stream, g, m, x, z, box, l, p, in, mid, out, first, samples_in ? *samples_in : StepSamples{});
+    launch_dependent(pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_blocks(samples_in), g.n_shots),
+                     dim3(kThreads), stream, g, m, x, z, box, l, p, in, mid, out, first,
+                     samples_in ? *samples_in : StepSamples{});
     launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
                      stream, g, m, x, z, in, mid, static_cast<T*>(nullptr), l.frame, l.frame_blocks, first, p.box);
     // the second step outside the pair box
-    const int sample_mid = blocks_for(static_cast<std::size_t>(samples_mid.op.n_rows) * 32, kThreads);
-    launch_dependent(step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_mid, g.n_shots), dim3(kThreads), stream, g, m,
-                     x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
+    launch_dependent(step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_blocks(&samples_mid), g.n_shots),
+                     dim3(kThreads), stream, g, m, x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
     launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
                      stream, g, m, x, z, mid, out, static_cast<T*>(nullptr), l.frame, l.frame_blocks, second,
                      Interior{0, 0, 0, 0});
