@@ -31,6 +31,7 @@ struct BenchArgs {
     std::string compression = "none";
     std::string storage = "auto";
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
+    int check_every = PropagatorOptions{}.blowup_check_interval;
 };
 
 double now_s() {
@@ -99,6 +100,7 @@ void run_bench(const BenchArgs& a) {
     opt.snapshots.storage = parse_storage(a.storage);
     opt.snapshots.checkpoint_steps = a.checkpoint;
     opt.snapshots.binomial_slots = a.binomial;
+    opt.blowup_check_interval = a.check_every;
     auto prop = make_propagator(opt);
     const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
@@ -202,6 +204,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--nt", a->nt, "Time steps")->capture_default_str();
     cmd->add_option("--stencil", a->stencil, "Stencil order")->capture_default_str();
     cmd->add_option("--repeats", a->repeats, "Timed runs (median reported)")->capture_default_str();
+    cmd->add_option("--check-every", a->check_every, "Check the fields for NaN/Inf every N steps (0: first and last only)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     cmd->callback([a] { run_bench(*a); });
 }
 

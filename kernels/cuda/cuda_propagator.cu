@@ -255,10 +255,13 @@ public:
                 } catch (...) {
                 }
         if (pinned_) cudaFreeHost(pinned_);
+        if (flags_host_) cudaFreeHost(flags_host_);
         // (a failed call here would leave CUDA's last error set for the next engine)
         for (auto* list : {&written_, &copied_, &ready_, &consumed_})
             for (cudaEvent_t e : *list)
                 if (e) cudaEventDestroy(e);
+        for (cudaEvent_t e : checked_)
+            if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
         if (stream_) cudaStreamDestroy(stream_);
     }
@@ -268,6 +271,7 @@ public:
         allocate(keep_levels);
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         zero_fields();
+        checks_ = {};  // (those of a run that threw)
         pairs_ = !keep_levels && mid_ && nt >= 2;
         for (int m = 0; m < nt; ++m) {
             if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
@@ -288,6 +292,7 @@ public:
         // the last step's receiver samples (each step takes the previous one's)
         if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_);
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        settle_checks();
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
@@ -432,6 +437,8 @@ public:
                 }
             }
         }
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        settle_checks();
         AdjointResult out;  // the accumulators hold the sums over the shots
         out.g_prev = g_prev_.download();
         out.g_next = g_next_.download();
@@ -750,7 +757,10 @@ private:
             if (!gradient && sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
                 mid_.emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
-            flag_ = DeviceArray<int>(1, bytes);
+            flags_ = DeviceArray<int>(2 * static_cast<std::size_t>(g_.n_shots), bytes);
+            GPRFWI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_host_), 2 * g_.n_shots * sizeof(int),
+                                            cudaHostAllocDefault));
+            for (cudaEvent_t& e : checked_) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         }
         if (gradient) {
             const std::size_t n = batch_size();
@@ -826,17 +836,37 @@ private:
 
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
+    /// Checks `field` (all shots) for NaN/Inf after internal step `step`,
+    /// without waiting for the GPU: one launch flags each shot, the flags go
+    /// to pinned host memory, and they are read at the check after next (by
+    /// then long done) or by settle_checks() at the end of the time loop. A
+    /// blow-up is so reported at most two check intervals late, as of the
+    /// step it was found at.
     void check_finite(const T* field, int step, const char* what) {
-        flag_.zero(stream_);
-        for (int si = 0; si < g_.n_shots; ++si) {
-            k::GridParams<T> one = g_;
-            one.n_shots = 1;
-            k::cuda::flag_non_finite<T>(one, field + si * g_.shot_stride, flag_.get() , stream_);
-            int flag = 0;
-            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(&flag, flag_.get(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
-            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            if (flag) throw_blowup(s_, what, si, step);
-        }
+        const int slot = check_slot_;
+        check_slot_ = 1 - slot;
+        settle_check(slot);  // its last use, two checks ago
+        int* flags = flags_.get() + slot * g_.n_shots;
+        GPRFWI_CUDA_CHECK(cudaMemsetAsync(flags, 0, g_.n_shots * sizeof(int), stream_));
+        k::cuda::flag_non_finite<T>(g_, field, flags, stream_);
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(flags_host_ + slot * g_.n_shots, flags, g_.n_shots * sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream_));
+        GPRFWI_CUDA_CHECK(cudaEventRecord(checked_[slot], stream_));
+        checks_[slot] = {true, step, what};
+    }
+    /// Reads the flags of the check in `slot`, if any: throws for a blow-up.
+    void settle_check(int slot) {
+        PendingCheck& c = checks_[slot];
+        if (!c.pending) return;
+        c.pending = false;
+        GPRFWI_CUDA_CHECK(cudaEventSynchronize(checked_[slot]));
+        for (int si = 0; si < g_.n_shots; ++si)
+            if (flags_host_[slot * g_.n_shots + si]) throw_blowup(s_, c.what, si, c.step);
+    }
+    /// Reads the flags of the checks not read yet, the earlier first.
+    void settle_checks() {
+        settle_check(check_slot_);
+        settle_check(1 - check_slot_);
     }
 
     const PropagationSetup& s_;
@@ -873,7 +903,16 @@ private:
     std::array<std::future<void>, kRing> io_;  // disk transfer through each staging slot
     cudaStream_t copy_stream_ = nullptr;
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
-    DeviceArray<int> flag_;
+    struct PendingCheck {  // a NaN/Inf check whose flags are not read yet (check_finite)
+        bool pending = false;
+        int step = 0;
+        const char* what = "";
+    };
+    std::array<PendingCheck, 2> checks_{};
+    int check_slot_ = 0;
+    DeviceArray<int> flags_;       // [slot][shot]
+    int* flags_host_ = nullptr;    // pinned, [slot][shot]
+    std::array<cudaEvent_t, 2> checked_{};
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
     DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only
     int n_levels_ = 0;

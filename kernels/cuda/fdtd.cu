@@ -1900,13 +1900,10 @@ __global__ void quantize_fp8_kernel(std::size_t n, std::size_t shot_stride, cons
 }
 
 template <typename T>
-__global__ void flag_non_finite_kernel(std::size_t n, const T* field, int* flag) {
+__global__ void flag_non_finite_kernel(std::size_t n, std::size_t shot_stride, const T* field, int* flags) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-        if (!isfinite(field[i])) {
-            *flag = 1;
-            return;
-        }
+        if (!isfinite(field[i])) flags[i / shot_stride] = 1;
 }
 
 int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
@@ -2147,9 +2144,9 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 }
 
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flag, Stream stream) {
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, Stream stream) {
     const std::size_t n = g.shot_stride * g.n_shots;
-    flag_non_finite_kernel<T><<<std::min(blocks_for(n, 256), 4096), 256, 0, stream>>>(n, field, flag);
+    flag_non_finite_kernel<T><<<std::min(blocks_for(n, 256), 4096), 256, 0, stream>>>(n, g.shot_stride, field, flags);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
