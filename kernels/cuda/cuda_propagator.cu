@@ -757,9 +757,10 @@ private:
             if (!gradient && sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
                 mid_.emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
-            flags_ = DeviceArray<int>(2 * static_cast<std::size_t>(g_.n_shots), bytes);
             GPRFWI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_host_), 2 * g_.n_shots * sizeof(int),
-                                            cudaHostAllocDefault));
+                                            cudaHostAllocMapped));
+            std::fill_n(flags_host_, 2 * g_.n_shots, 0);
+            GPRFWI_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flags_device_), flags_host_, 0));
             for (cudaEvent_t& e : checked_) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         }
         if (gradient) {
@@ -837,22 +838,19 @@ private:
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
     /// Checks `field` (all shots) for NaN/Inf after internal step `step`,
-    /// without waiting for the GPU: one launch flags each shot, the flags go
-    /// to pinned host memory, and they are read at the check after next (by
-    /// then long done) or by settle_checks() at the end of the time loop. A
-    /// blow-up is so reported at most two check intervals late, as of the
-    /// step it was found at.
+    /// without waiting for the GPU: one launch stamps the flag of each shot
+    /// that has one, in mapped pinned host memory, and the flags are read at
+    /// the check after next (by then long done) or by settle_checks() at the
+    /// end of the time loop. A blow-up is so reported at most two check
+    /// intervals late, as of the step it was found at.
     void check_finite(const T* field, int step, const char* what) {
         const int slot = check_slot_;
         check_slot_ = 1 - slot;
         settle_check(slot);  // its last use, two checks ago
-        int* flags = flags_.get() + slot * g_.n_shots;
-        GPRFWI_CUDA_CHECK(cudaMemsetAsync(flags, 0, g_.n_shots * sizeof(int), stream_));
-        k::cuda::flag_non_finite<T>(g_, field, flags, stream_);
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(flags_host_ + slot * g_.n_shots, flags, g_.n_shots * sizeof(int),
-                                          cudaMemcpyDeviceToHost, stream_));
+        const int stamp = ++check_stamp_;  // (flags of earlier checks hold smaller stamps)
+        k::cuda::flag_non_finite<T>(g_, field, flags_device_ + slot * g_.n_shots, stamp, stream_);
         GPRFWI_CUDA_CHECK(cudaEventRecord(checked_[slot], stream_));
-        checks_[slot] = {true, step, what};
+        checks_[slot] = {true, step, stamp, what};
     }
     /// Reads the flags of the check in `slot`, if any: throws for a blow-up.
     void settle_check(int slot) {
@@ -861,7 +859,7 @@ private:
         c.pending = false;
         GPRFWI_CUDA_CHECK(cudaEventSynchronize(checked_[slot]));
         for (int si = 0; si < g_.n_shots; ++si)
-            if (flags_host_[slot * g_.n_shots + si]) throw_blowup(s_, c.what, si, c.step);
+            if (flags_host_[slot * g_.n_shots + si] == c.stamp) throw_blowup(s_, c.what, si, c.step);
     }
     /// Reads the flags of the checks not read yet, the earlier first.
     void settle_checks() {
@@ -905,13 +903,13 @@ private:
     std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
     struct PendingCheck {  // a NaN/Inf check whose flags are not read yet (check_finite)
         bool pending = false;
-        int step = 0;
+        int step = 0, stamp = 0;
         const char* what = "";
     };
     std::array<PendingCheck, 2> checks_{};
-    int check_slot_ = 0;
-    DeviceArray<int> flags_;       // [slot][shot]
-    int* flags_host_ = nullptr;    // pinned, [slot][shot]
+    int check_slot_ = 0, check_stamp_ = 0;
+    int* flags_host_ = nullptr;    // mapped pinned memory, [slot][shot], zero at first
+    int* flags_device_ = nullptr;  // the same, as the device sees it
     std::array<cudaEvent_t, 2> checked_{};
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
     DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only

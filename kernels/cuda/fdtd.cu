@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "cuda_check.hpp"
 #include "gprfwi/grid.hpp"
@@ -1899,11 +1900,22 @@ __global__ void quantize_fp8_kernel(std::size_t n, std::size_t shot_stride, cons
     if (blockIdx.x == 0 && threadIdx.x == 0) scales[blockIdx.y] = max_abs > 0 ? max_abs / kFp8Max : 1.0;
 }
 
+/// flags[shot] = stamp where the shot's `field` holds a NaN or Inf, a pack
+/// (kLanes<T> values) a thread; a programmatic dependent launch.
 template <typename T>
-__global__ void flag_non_finite_kernel(std::size_t n, std::size_t shot_stride, const T* field, int* flags) {
-    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-        if (!isfinite(field[i])) flags[i / shot_stride] = 1;
+__global__ void flag_non_finite_kernel(std::size_t packs, std::size_t shot_packs, const T* field, int* flags,
+                                       int stamp) {
+    constexpr int N = kLanes<T>;
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < packs;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        const Pack<T, N> v = load_pack<N>(field + i * N);
+        bool finite = true;
+#pragma unroll
+        for (int j = 0; j < N; ++j) finite = finite && isfinite(v.v[j]);
+        if (!finite) flags[i / shot_packs] = stamp;
+    }
 }
 
 int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
@@ -2144,10 +2156,12 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 }
 
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, Stream stream) {
-    const std::size_t n = g.shot_stride * g.n_shots;
-    flag_non_finite_kernel<T><<<std::min(blocks_for(n, 256), 4096), 256, 0, stream>>>(n, g.shot_stride, field, flags);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream) {
+    constexpr int N = kLanes<T>;
+    if (g.shot_stride % N != 0) throw std::logic_error("flag_non_finite: a shot's fields are not whole packs");
+    const std::size_t shot_packs = g.shot_stride / N, packs = shot_packs * g.n_shots;
+    launch_dependent(flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
+                     packs, shot_packs, field, flags, stamp);
 }
 
 #define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
@@ -2190,7 +2204,7 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, Stream 
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, Stream);
+    template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, int, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)
 

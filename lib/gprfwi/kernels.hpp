@@ -323,9 +323,10 @@ template <typename T>
 void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales,
                     unsigned long long* max_scratch, Stream stream);
 
-/// Sets flags[shot] to 1 where any value of the shot's field is NaN or Inf.
+/// Sets flags[shot] to `stamp` where any value of the shot's field is NaN or
+/// Inf (flags may be mapped host memory; the others are left as they are).
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, Stream stream);
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream);
 
 }  // namespace cuda
 }  // namespace gprfwi::kernels
