@@ -437,6 +437,7 @@ public:
                 }
             }
         }
+        // (the downloads below copy on the legacy stream, which does not wait for stream_)
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
         AdjointResult out;  // the accumulators hold the sums over the shots
