@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -474,11 +473,12 @@ private:
     /// GPRFWI_L2_PERSIST=0 turns it off, for measurements (docs/gpu.md).
     void keep_coefficients_in_l2() {
         if (const char* v = std::getenv("GPRFWI_L2_PERSIST"); v && std::string_view(v) == "0") return;
-        cudaDeviceProp prop{};
-        GPRFWI_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+        int set_aside = 0, max_window = 0;  // (two attributes, not all of cudaGetDeviceProperties: an engine a call)
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&set_aside, cudaDevAttrMaxPersistingL2CacheSize, device_));
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
         const std::size_t bytes = coefs_.size() * sizeof(T);
-        if (g_.n_shots < 2 || bytes == 0 || 2 * bytes > static_cast<std::size_t>(prop.persistingL2CacheMaxSize) ||
-            bytes > static_cast<std::size_t>(prop.accessPolicyMaxWindowSize))
+        if (g_.n_shots < 2 || bytes == 0 || 2 * bytes > static_cast<std::size_t>(set_aside) ||
+            bytes > static_cast<std::size_t>(max_window))
             return;
         GPRFWI_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes));
         cudaStreamAttrValue attr{};
