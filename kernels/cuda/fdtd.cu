@@ -118,7 +118,15 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 // node's arithmetic is the CPU's (update_h then update_e, then the source
 // term), in the same order.
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
-// waves: -10% at 1000^2 x 8 shots); blocks an SM: step_blocks_per_sm.
+// waves: -10% at 1000^2 x 8 shots; 12, 20 and 24 rows: -1.5%, -5%, -10%
+// forward, gradient +0.7%, -3%, -6%); blocks an SM: step_blocks_per_sm.
+// Odd segments march up (MarchingWarp::up), a mirror image of the march
+// down: the rows around a segment boundary, which the warps on both sides
+// read (2R - 1 beyond each end of a segment), are then read by both near
+// their ends or both near their starts, close in time, so that the second
+// read finds them in L2 (all marching down, one warp read them at its start
+// and the other a march later, both from DRAM): forward 1000^2 x 8 +2.4%,
+// gradient +1.4%, with bf16 levels +1.8%.
 constexpr int kStepWarps = 4, kStepRows = 16;
 // The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
 // measured slower; a whole strip as one segment made its warps, marching 25
@@ -267,6 +275,7 @@ struct MarchingWarp {
     static constexpr int N = kLanes<T>;
     bool active = false;  // false: past the shot's last band and segment (the warp has nothing to do)
     bool owner = false;   // this lane stores its columns
+    bool up = false;      // marches its segment from the bottom row up (odd segments; kStepRows)
     int z0 = 0, z1 = 0, stride = 0;
     std::ptrdiff_t col = 0;  // storage index of (row 0, this lane's first column)
     std::size_t shot = 0;    // offset of the shot's fields
@@ -277,6 +286,7 @@ struct MarchingWarp {
         const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
         const int za = box.za + seg * kStepRows;
         place(g, box, item - seg * bands, za, min(za + kStepRows, box.zb), shot_index);
+        up = seg & 1;
     }
     /// In the shot's `block`th block of a step's interior items.
     __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, const MarchingItems& items,
@@ -285,6 +295,7 @@ struct MarchingWarp {
         items.place(block * kStepWarps + static_cast<int>(threadIdx.x) / 32, band, seg);
         const int za = box.za + seg * kStepRows;
         place(g, box, band, za, min(za + kStepRows, box.zb), shot_index);
+        up = seg & 1;
     }
     /// In the shot's `block`th block of the z strips' (z_strip_blocks): the
     /// bands of each segment of kStripRows rows above the interior, then of
@@ -398,27 +409,12 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         return h;
     };
 
-    // prologue: the Hx rows z0-R .. z0+R-2 from the Ey rows z0-2R+1 .. z0+2R-2,
-    // leaving the Ey rows z0 .. z0+2R-2 in the window
-    Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1
-    Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
-#pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ey_row(w.z0 - 2 * R + 1 + i);
-#pragma unroll
-    for (int t = 0; t < 2 * R - 1; ++t) {
-        ew[2 * R - 1] = ey_row(w.z0 + t);
-        hw[t] = hx_row(w.z0 - R + t, ew);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
-    }
-    for (int r = w.z0; r < w.z1; ++r) {
-        ew[2 * R - 1] = ey_row(r + 2 * R - 1);
-        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-        const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
-        hw[2 * R - 1] = hx_row(r + R - 1, ew);
+    // Hz^{n+1/2} and Ey^{n+1} at row r, from Ey^n at row r (ey), the Hx rows r-R .. r+R-1 (hw) and row r's loads
+    auto e_row = [&](int r, const Pack<T, N>& ey_r, const Pack<T, N>* hw, const Pack<T, N>& hz_old,
+                     const Pack<T, N>& cq, const Pack<T, N>& ca, const Pack<T, N>& cb) {
         // Hz^{n+1/2} at row r: Dx+[Ey]
         T e[S::W];
-        lane_window<N, HL>(ew[0], e);
+        lane_window<N, HL>(ey_r, e);
         Pack<T, N> hz;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
@@ -449,7 +445,7 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
                 dz = dz * c.ik + c.psi.v[j];
             }
             // Ey^{n+1} = ca*Ey^n + cb*curlH
-            ey.v[j] = ca.v[j] * ew[0].v[j] + cb.v[j] * (dx - dz);
+            ey.v[j] = ca.v[j] * ey_r.v[j] + cb.v[j] * (dx - dz);
             if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
         if (w.owner) {
@@ -459,6 +455,55 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
             if (keep) store_pack(keep + o, kept, N);
             if (c.on) store_pack(in.psi_hx_z + o, c.psi, N);
         }
+    };
+
+    Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1 (marching up: r-2R+1 .. r)
+    Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
+    if (!ZS && w.up) {
+        // marching up, the mirror image (rows in the windows still ascending): a segment
+        // boundary's rows are read by the warps on both sides at their ends or both at
+        // their starts, close in time (the second read from L2)
+        // prologue: the Hx rows z1+R-2 .. z1-R from the Ey rows z1+2R-2 .. z1-2R+1
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) ew[i + 1] = ey_row(w.z1 + i);
+#pragma unroll
+        for (int t = 0; t < 2 * R - 1; ++t) {
+            ew[0] = ey_row(w.z1 - 1 - t);
+            hw[2 * R - 1 - t] = hx_row(w.z1 + R - 2 - t, ew);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) ew[i] = ew[i - 1];
+        }
+        for (int r = w.z1 - 1; r >= w.z0; --r) {
+            ew[0] = ey_row(r - 2 * R + 1);
+            const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+            const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
+            hw[0] = hx_row(r - R, ew);
+            e_row(r, ew[2 * R - 1], hw, hz_old, cq, ca, cb);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) {
+                ew[i] = ew[i - 1];
+                hw[i] = hw[i - 1];
+            }
+        }
+        return;
+    }
+    // prologue: the Hx rows z0-R .. z0+R-2 from the Ey rows z0-2R+1 .. z0+2R-2,
+    // leaving the Ey rows z0 .. z0+2R-2 in the window
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ey_row(w.z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        ew[2 * R - 1] = ey_row(w.z0 + t);
+        hw[t] = hx_row(w.z0 - R + t, ew);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
+    }
+    for (int r = w.z0; r < w.z1; ++r) {
+        ew[2 * R - 1] = ey_row(r + 2 * R - 1);
+        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+        const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
+        hw[2 * R - 1] = hx_row(r + R - 1, ew);
+        e_row(r, ew[0], hw, hz_old, cq, ca, cb);
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) {
             ew[i] = ew[i + 1];
@@ -544,22 +589,9 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         return pz;
     };
 
-    Pack<T, N> qw[2 * R];  // q_z rows r .. r+2R-1
-    Pack<T, N> pw[2 * R];  // p_z rows r-R .. r+R-1
-#pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(w.z0 - 2 * R + 1 + i);
-#pragma unroll
-    for (int t = 0; t < 2 * R - 1; ++t) {
-        qw[2 * R - 1] = qz_row(w.z0 + t);
-        pw[t] = hx_row(w.z0 - R + t, qw);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qw[i + 1];
-    }
-    for (int r = w.z0; r < w.z1; ++r) {
-        qw[2 * R - 1] = qz_row(r + 2 * R - 1);
-        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-        const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
-        pw[2 * R - 1] = hx_row(r + R - 1, qw);
+    // lambda_hz and lambda_ey at row r, from q_z at row r (qz_r), the p_z rows r-R .. r+R-1 (pw) and row r's loads
+    auto e_row = [&](int r, const Pack<T, N>& qz_r, const Pack<T, N>* pw, const Pack<T, N>& hz_old,
+                     const Pack<T, N>& cq, const Pack<T, N>& ca, const Pack<T, N>& lam) {
         // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z (but for the z CPML terms in a strip); p_x = cq * lambda_hz
         Pack<T, N> qx;
         if (ZS) {
@@ -568,7 +600,7 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
             for (int j = 0; j < N; ++j) qx.v[j] = cb.v[j] * lam.v[j];
         } else {
 #pragma unroll
-            for (int j = 0; j < N; ++j) qx.v[j] = -qw[0].v[j];
+            for (int j = 0; j < N; ++j) qx.v[j] = -qz_r.v[j];
         }
         T q[S::W];
         lane_window<N, HL>(qx, q);
@@ -601,6 +633,49 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
             store_pack(out.hz + o, lhz, N);
             store_pack(out.ey + o, ey, N);
         }
+    };
+
+    Pack<T, N> qw[2 * R];  // q_z rows r .. r+2R-1 (marching up: r-2R+1 .. r)
+    Pack<T, N> pw[2 * R];  // p_z rows r-R .. r+R-1
+    if (!ZS && w.up) {  // marching up, as marching_step_warp does
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) qw[i + 1] = qz_row(w.z1 + i);
+#pragma unroll
+        for (int t = 0; t < 2 * R - 1; ++t) {
+            qw[0] = qz_row(w.z1 - 1 - t);
+            pw[2 * R - 1 - t] = hx_row(w.z1 + R - 2 - t, qw);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) qw[i] = qw[i - 1];
+        }
+        for (int r = w.z1 - 1; r >= w.z0; --r) {
+            qw[0] = qz_row(r - 2 * R + 1);
+            const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+            const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
+            pw[0] = hx_row(r - R, qw);
+            e_row(r, qw[2 * R - 1], pw, hz_old, cq, ca, lam);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) {
+                qw[i] = qw[i - 1];
+                pw[i] = pw[i - 1];
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(w.z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        qw[2 * R - 1] = qz_row(w.z0 + t);
+        pw[t] = hx_row(w.z0 - R + t, qw);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qw[i + 1];
+    }
+    for (int r = w.z0; r < w.z1; ++r) {
+        qw[2 * R - 1] = qz_row(r + 2 * R - 1);
+        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
+        const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
+        pw[2 * R - 1] = hx_row(r + R - 1, qw);
+        e_row(r, qw[0], pw, hz_old, cq, ca, lam);
 #pragma unroll
         for (int i = 0; i < 2 * R - 1; ++i) {
             qw[i] = qw[i + 1];
