@@ -132,6 +132,10 @@ constexpr int kStepWarps = 4, kStepRows = 16;
 // measured slower; a whole strip as one segment made its warps, marching 25
 // rows, the step's critical path).
 constexpr int kStripRows = 4;
+// The adjoint's marching segments: 12 rows (with odd segments marching up;
+// 8 and 16 rows: gradient -0.9% / -1.0% with bf16 levels, -0.8% / -0.8% in
+// float). Before the segments marched up too, 12 and 16 ran alike.
+constexpr int kAdjointRows = 12;
 // Blocks an SM of the forward and adjoint step kernels (their registers:
 // 80, 96, 128 a thread for 6, 5, 4). Measured at 1000^2 x 8 shots against
 // one block fewer (docs/performance.md): single precision keeps the most
@@ -195,12 +199,12 @@ __host__ __device__ __forceinline__ bool node_at(const GridParams<T>& g, std::si
 /// bands would leave warps idle where the bands do not fill the last block:
 /// at 1000^2, 9 bands in 3 blocks of 4 warps.)
 template <typename T, int ORDER>
-void marching_blocks(const Interior& box, int& bands, int& blocks) {
+void marching_blocks(const Interior& box, int& bands, int& blocks, int rows = kStepRows) {
     using S = StepShape<T, ORDER>;
     bands = blocks = 0;
     if (box.xb <= box.xa) return;
     bands = (box.xb - box.xa + S::U * S::N - 1) / (S::U * S::N);
-    blocks = (bands * ((box.zb - box.za + kStepRows - 1) / kStepRows) + kStepWarps - 1) / kStepWarps;
+    blocks = (bands * ((box.zb - box.za + rows - 1) / rows) + kStepWarps - 1) / kStepWarps;
 }
 
 /// The nodes at least `before` nodes after the low CPML strips and `after`
@@ -280,12 +284,12 @@ struct MarchingWarp {
     std::ptrdiff_t col = 0;  // storage index of (row 0, this lane's first column)
     std::size_t shot = 0;    // offset of the shot's fields
 
-    /// In the shot's `block`th block of the interior's (marching_blocks).
+    /// In the shot's `block`th block of the interior's (marching_blocks, segments of `rows` rows).
     __device__ __forceinline__ MarchingWarp(const GridParams<T>& g, const Interior& box, int bands, int block,
-                                            int shot_index) {
+                                            int shot_index, int rows = kStepRows) {
         const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
-        const int za = box.za + seg * kStepRows;
-        place(g, box, item - seg * bands, za, min(za + kStepRows, box.zb), shot_index);
+        const int za = box.za + seg * rows;
+        place(g, box, item - seg * bands, za, min(za + rows, box.zb), shot_index);
         up = seg & 1;
     }
     /// In the shot's `block`th block of a step's interior items.
@@ -1899,7 +1903,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     }
     s -= l.strip_blocks;
     if (s < l.interior_blocks) {
-        const MarchingWarp<T, ORDER> w(g, l.box, l.bands, s, shot);
+        const MarchingWarp<T, ORDER> w(g, l.box, l.bands, s, shot, kAdjointRows);
         adjoint_marching_warp<T, ORDER, false>(g, m, z, in, out, w);
         return;
     }
@@ -2157,7 +2161,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
         l.packs2 = frame_packs(g, l.ring2);
         l.packs3 = frame_packs(g, l.march);
     }
-    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks);
+    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks, kAdjointRows);
     l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
     l.step_blocks =
         (l.tiles.per_shot + l.strip_blocks + l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
