@@ -22,6 +22,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
@@ -1095,14 +1097,19 @@ PairLaunch pair_launch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     p.bands = (p.box.xb - p.box.xa + P::U * P::N - 1) / (P::U * P::N);
     const int height = p.box.zb - p.box.za;
     if (rows <= 0) {
-        static const int resident = [] {
-            int device = 0, sms = 0, blocks = 0;
-            GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+        // the pair warps the current GPU holds at once, worked out once per device (a process may drive several)
+        static std::array<std::atomic<int>, 64> resident_on{};
+        int device = 0;
+        GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+        int resident = device < 64 ? resident_on[device].load(std::memory_order_relaxed) : 0;
+        if (resident == 0) {
+            int sms = 0, blocks = 0;
             GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
             GPRFWI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, pair_first_kernel<T, ORDER>,
                                                                             kStepWarps * 32, 0));
-            return std::max(1, sms * blocks * kStepWarps);
-        }();
+            resident = std::max(1, sms * blocks * kStepWarps);
+            if (device < 64) resident_on[device].store(resident, std::memory_order_relaxed);
+        }
         const long long per_segment_row = static_cast<long long>(p.bands) * g.n_shots;  // warps a row of segments
         const int at64 = static_cast<int>(per_segment_row * ((height + 63) / 64));
         const int waves = (at64 + resident - 1) / resident;
