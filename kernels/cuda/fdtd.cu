@@ -1382,12 +1382,40 @@ __device__ __forceinline__ void source_gradient_shot(const GridParams<T>& g, con
     if ((threadIdx.x & 31) == 0) grad[static_cast<std::size_t>(s) * nt + m] = acc;
 }
 
+/// The next step's adjoint source, between two adjoint steps: all but lambda
+/// itself (the operator's tables and the source's terms, up to kTerms a node)
+/// is read before waiting for the step that writes lambda, so that only
+/// lambda's load and store are left between the two steps.
 template <typename T>
 __global__ void inject_adjoint_kernel(GridParams<T> g, SparseOperators op, const double* adjoint_source, int nt,
                                       int m, T* lam) {
+    constexpr int kTerms = 4;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    T terms[kTerms];
+    int count = 0;
+    std::size_t at = 0;
+    if (j < op.n_nodes) {
+        at = op.node_shot[j] * g.shot_stride + op.node_index[j];
+        const int begin = op.node_begin[j];
+        count = op.node_begin[j + 1] - begin;
+#pragma unroll
+        for (int k = 0; k < kTerms; ++k)
+            if (k < count)
+                terms[k] = static_cast<T>(op.node_weight[begin + k] *
+                                          adjoint_source[static_cast<std::size_t>(op.node_row[begin + k]) * nt + m]);
+    }
     wait_for_previous_kernel();
     allow_next_kernel();
-    inject_adjoint_node(g, op, adjoint_source, nt, m, lam, blockIdx.x * blockDim.x + threadIdx.x);
+    if (j >= op.n_nodes) return;
+    if (count > kTerms) {  // (a node that many receivers share: in entry order, as add_adjoint_source)
+        inject_adjoint_node(g, op, adjoint_source, nt, m, lam, j);
+        return;
+    }
+    T v = lam[at];
+#pragma unroll
+    for (int k = 0; k < kTerms; ++k)
+        if (k < count) v += terms[k];  // lambda += each term in entry order, as add_adjoint_source
+    lam[at] = v;
 }
 
 /// One adjoint step's imaging condition at the pack of nodes at i, added
