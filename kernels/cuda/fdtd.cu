@@ -122,13 +122,13 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
 // waves: -10% at 1000^2 x 8 shots; 12, 20 and 24 rows: -1.5%, -5%, -10%
 // forward, gradient +0.7%, -3%, -6%); blocks an SM: step_blocks_per_sm.
-// Odd segments march up (MarchingWarp::up), a mirror image of the march
-// down: the rows around a segment boundary, which the warps on both sides
-// read (2R - 1 beyond each end of a segment), are then read by both near
-// their ends or both near their starts, close in time, so that the second
-// read finds them in L2 (all marching down, one warp read them at its start
-// and the other a march later, both from DRAM): forward 1000^2 x 8 +2.4%,
-// gradient +1.4%, with bf16 levels +1.8%.
+// Odd segments march up (MarchingWarp::up, march_segment), a mirror image
+// of the march down: the rows around a segment boundary, which the warps on
+// both sides read (2R - 1 beyond each end of a segment), are then read by
+// both near their ends or both near their starts, close in time, so that
+// the second read finds them in L2 (all marching down, one warp read them
+// at its start and the other a march later, both from DRAM): forward
+// 1000^2 x 8 +2.4%, gradient +1.4%, with bf16 levels +1.8%.
 constexpr int kStepWarps = 4, kStepRows = 16;
 // The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
 // measured slower; a whole strip as one segment made its warps, marching 25
@@ -349,6 +349,76 @@ public:
     }
 };
 
+/// The march down (or up) a segment [z0, z1) that the forward's and the
+/// adjoint's marching warps share. Two windows of 2R rows: rows of `a` (Ey;
+/// the adjoint's q_z), loaded by a_row(r), and rows of `b` (Hx; p_z), b at
+/// row q computed by b_row(q, w) from the a rows q-R+1 .. q+R in w[0 .. 2R-1].
+/// At row r the windows hold the a rows r .. r+2R-1 (marching up: r-2R+1 ..
+/// r) and the b rows r-R .. r+R-1, both ascending; loads(r) issues row r's
+/// own loads before b's newest row is computed, and row(r, a_r, b, loaded)
+/// does the row's own work. Marching up is the mirror image of marching
+/// down: a segment boundary's rows, which the warps on both sides read (2R -
+/// 1 beyond each end), are read by both near their ends or both near their
+/// starts, close in time (kStepRows).
+template <int R, typename P, typename ARow, typename BRow, typename Loads, typename Row>
+__device__ __forceinline__ void march_segment(int z0, int z1, bool up, ARow a_row, BRow b_row, Loads loads,
+                                              Row row) {
+    P aw[2 * R], bw[2 * R];
+    if (up) {
+        // prologue: the b rows z1+R-2 .. z1-R from the a rows z1+2R-2 .. z1-2R+1
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) aw[i + 1] = a_row(z1 + i);
+#pragma unroll
+        for (int t = 0; t < 2 * R - 1; ++t) {
+            aw[0] = a_row(z1 - 1 - t);
+            bw[2 * R - 1 - t] = b_row(z1 + R - 2 - t, aw);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) aw[i] = aw[i - 1];
+        }
+        for (int r = z1 - 1; r >= z0; --r) {
+            aw[0] = a_row(r - 2 * R + 1);
+            const auto loaded = loads(r);
+            bw[0] = b_row(r - R, aw);
+            row(r, aw[2 * R - 1], bw, loaded);
+#pragma unroll
+            for (int i = 2 * R - 1; i > 0; --i) {
+                aw[i] = aw[i - 1];
+                bw[i] = bw[i - 1];
+            }
+        }
+        return;
+    }
+    // prologue: the b rows z0-R .. z0+R-2 from the a rows z0-2R+1 .. z0+2R-2,
+    // leaving the a rows z0 .. z0+2R-2 in the window
+#pragma unroll
+    for (int i = 0; i < 2 * R - 1; ++i) aw[i] = a_row(z0 - 2 * R + 1 + i);
+#pragma unroll
+    for (int t = 0; t < 2 * R - 1; ++t) {
+        aw[2 * R - 1] = a_row(z0 + t);
+        bw[t] = b_row(z0 - R + t, aw);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) aw[i] = aw[i + 1];
+    }
+    for (int r = z0; r < z1; ++r) {
+        aw[2 * R - 1] = a_row(r + 2 * R - 1);
+        const auto loaded = loads(r);
+        bw[2 * R - 1] = b_row(r + R - 1, aw);
+        row(r, aw[0], bw, loaded);
+#pragma unroll
+        for (int i = 0; i < 2 * R - 1; ++i) {
+            aw[i] = aw[i + 1];
+            bw[i] = bw[i + 1];
+        }
+    }
+}
+
+/// Row r's own loads in a marching warp: H (Hz; lambda_hz), cq, ca, and cb (the
+/// adjoint: lambda_ey).
+template <typename T, int N>
+struct RowLoads {
+    Pack<T, N> hz, cq, ca, fourth;
+};
+
 /// A marching warp's z CPML state at row r: whether the row lies in a z
 /// strip (never outside ZS warps), and then the memory `psi` at the lane's
 /// columns and the half-step (H rows) or integer (E rows) profile at the row.
@@ -415,9 +485,9 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         return h;
     };
 
-    // Hz^{n+1/2} and Ey^{n+1} at row r, from Ey^n at row r (ey), the Hx rows r-R .. r+R-1 (hw) and row r's loads
-    auto e_row = [&](int r, const Pack<T, N>& ey_r, const Pack<T, N>* hw, const Pack<T, N>& hz_old,
-                     const Pack<T, N>& cq, const Pack<T, N>& ca, const Pack<T, N>& cb) {
+    // Hz^{n+1/2} and Ey^{n+1} at row r, from Ey^n at row r (ey_r), the Hx rows r-R .. r+R-1 (hw) and row r's loads
+    auto e_row = [&](int r, const Pack<T, N>& ey_r, const Pack<T, N>* hw, const RowLoads<T, N>& l) {
+        const Pack<T, N>&hz_old = l.hz, &cq = l.cq, &ca = l.ca, &cb = l.fourth;
         // Hz^{n+1/2} at row r: Dx+[Ey]
         T e[S::W];
         lane_window<N, HL>(ey_r, e);
@@ -463,59 +533,10 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         }
     };
 
-    Pack<T, N> ew[2 * R];  // Ey^n rows r .. r+2R-1 (marching up: r-2R+1 .. r)
-    Pack<T, N> hw[2 * R];  // Hx^{n+1/2} rows r-R .. r+R-1
-    if (!ZS && w.up) {
-        // marching up, the mirror image (rows in the windows still ascending): a segment
-        // boundary's rows are read by the warps on both sides at their ends or both at
-        // their starts, close in time (the second read from L2)
-        // prologue: the Hx rows z1+R-2 .. z1-R from the Ey rows z1+2R-2 .. z1-2R+1
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) ew[i + 1] = ey_row(w.z1 + i);
-#pragma unroll
-        for (int t = 0; t < 2 * R - 1; ++t) {
-            ew[0] = ey_row(w.z1 - 1 - t);
-            hw[2 * R - 1 - t] = hx_row(w.z1 + R - 2 - t, ew);
-#pragma unroll
-            for (int i = 2 * R - 1; i > 0; --i) ew[i] = ew[i - 1];
-        }
-        for (int r = w.z1 - 1; r >= w.z0; --r) {
-            ew[0] = ey_row(r - 2 * R + 1);
-            const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-            const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
-            hw[0] = hx_row(r - R, ew);
-            e_row(r, ew[2 * R - 1], hw, hz_old, cq, ca, cb);
-#pragma unroll
-            for (int i = 2 * R - 1; i > 0; --i) {
-                ew[i] = ew[i - 1];
-                hw[i] = hw[i - 1];
-            }
-        }
-        return;
-    }
-    // prologue: the Hx rows z0-R .. z0+R-2 from the Ey rows z0-2R+1 .. z0+2R-2,
-    // leaving the Ey rows z0 .. z0+2R-2 in the window
-#pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ey_row(w.z0 - 2 * R + 1 + i);
-#pragma unroll
-    for (int t = 0; t < 2 * R - 1; ++t) {
-        ew[2 * R - 1] = ey_row(w.z0 + t);
-        hw[t] = hx_row(w.z0 - R + t, ew);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) ew[i] = ew[i + 1];
-    }
-    for (int r = w.z0; r < w.z1; ++r) {
-        ew[2 * R - 1] = ey_row(r + 2 * R - 1);
-        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-        const Pack<T, N> ca = w.load(m.ca, r), cb = w.load(m.cb, r);
-        hw[2 * R - 1] = hx_row(r + R - 1, ew);
-        e_row(r, ew[0], hw, hz_old, cq, ca, cb);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) {
-            ew[i] = ew[i + 1];
-            hw[i] = hw[i + 1];
-        }
-    }
+    auto loads = [&](int r) {
+        return RowLoads<T, N>{w.load(in.hz + w.shot, r), w.load_cq(m, r), w.load(m.ca, r), w.load(m.cb, r)};
+    };
+    march_segment<R, Pack<T, N>>(w.z0, w.z1, !ZS && w.up, ey_row, hx_row, loads, e_row);
 }
 
 /// The adjoint step's interior: lambda_ey at ix reads p_x at ix-R .. ix+R-1,
@@ -596,8 +617,8 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
     };
 
     // lambda_hz and lambda_ey at row r, from q_z at row r (qz_r), the p_z rows r-R .. r+R-1 (pw) and row r's loads
-    auto e_row = [&](int r, const Pack<T, N>& qz_r, const Pack<T, N>* pw, const Pack<T, N>& hz_old,
-                     const Pack<T, N>& cq, const Pack<T, N>& ca, const Pack<T, N>& lam) {
+    auto e_row = [&](int r, const Pack<T, N>& qz_r, const Pack<T, N>* pw, const RowLoads<T, N>& l) {
+        const Pack<T, N>&hz_old = l.hz, &cq = l.cq, &ca = l.ca, &lam = l.fourth;
         // lambda_hz at row r: Dx+[q_x], q_x = t = -q_z (but for the z CPML terms in a strip); p_x = cq * lambda_hz
         Pack<T, N> qx;
         if (ZS) {
@@ -641,53 +662,10 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         }
     };
 
-    Pack<T, N> qw[2 * R];  // q_z rows r .. r+2R-1 (marching up: r-2R+1 .. r)
-    Pack<T, N> pw[2 * R];  // p_z rows r-R .. r+R-1
-    if (!ZS && w.up) {  // marching up, as marching_step_warp does
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) qw[i + 1] = qz_row(w.z1 + i);
-#pragma unroll
-        for (int t = 0; t < 2 * R - 1; ++t) {
-            qw[0] = qz_row(w.z1 - 1 - t);
-            pw[2 * R - 1 - t] = hx_row(w.z1 + R - 2 - t, qw);
-#pragma unroll
-            for (int i = 2 * R - 1; i > 0; --i) qw[i] = qw[i - 1];
-        }
-        for (int r = w.z1 - 1; r >= w.z0; --r) {
-            qw[0] = qz_row(r - 2 * R + 1);
-            const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-            const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
-            pw[0] = hx_row(r - R, qw);
-            e_row(r, qw[2 * R - 1], pw, hz_old, cq, ca, lam);
-#pragma unroll
-            for (int i = 2 * R - 1; i > 0; --i) {
-                qw[i] = qw[i - 1];
-                pw[i] = pw[i - 1];
-            }
-        }
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qz_row(w.z0 - 2 * R + 1 + i);
-#pragma unroll
-    for (int t = 0; t < 2 * R - 1; ++t) {
-        qw[2 * R - 1] = qz_row(w.z0 + t);
-        pw[t] = hx_row(w.z0 - R + t, qw);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) qw[i] = qw[i + 1];
-    }
-    for (int r = w.z0; r < w.z1; ++r) {
-        qw[2 * R - 1] = qz_row(r + 2 * R - 1);
-        const Pack<T, N> hz_old = w.load(in.hz + w.shot, r), cq = w.load_cq(m, r);
-        const Pack<T, N> ca = w.load(m.ca, r), lam = w.load(in.ey + w.shot, r);
-        pw[2 * R - 1] = hx_row(r + R - 1, qw);
-        e_row(r, qw[0], pw, hz_old, cq, ca, lam);
-#pragma unroll
-        for (int i = 0; i < 2 * R - 1; ++i) {
-            qw[i] = qw[i + 1];
-            pw[i] = pw[i + 1];
-        }
-    }
+    auto loads = [&](int r) {
+        return RowLoads<T, N>{w.load(in.hz + w.shot, r), w.load_cq(m, r), w.load(m.ca, r), w.load(in.ey + w.shot, r)};
+    };
+    march_segment<R, Pack<T, N>>(w.z0, w.z1, !ZS && w.up, qz_row, hx_row, loads, e_row);
 }
 
 /// Ey += weight * wavelet[shot][m] at source point e (and its kept level).
