@@ -205,19 +205,27 @@ TEST(Resample, UpsampledRickerMatchesTheFineRicker) {
     EXPECT_LT(std::sqrt(num / den), 1e-4);
 }
 
-TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {
-    EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f);
-    EXPECT_EQ(from_bf16(to_bf16(-0.15625f)), -0.15625f);
-    EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);               // tie -> even
-    EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);  // tie -> even (up)
+TEST(Bf16, TruncatesAndReadsBackAtTheIntervalsMiddle) {
+    EXPECT_EQ(to_bf16(1.0f + 1.0f / 128 + 1.0f / 1024).bits, 0x3f81);  // the upper 16 bits
+    EXPECT_EQ(to_bf16(1.0f).bits, 0x3f80);
+    EXPECT_EQ(to_bf16(-1.99f).bits, 0xbffe);                                   // towards zero
+    EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f + 1.0f / 256);                    // the middle of [1, 1 + 1/128)
+    EXPECT_EQ(from_bf16(to_bf16(-1.0f)), -1.0f - 1.0f / 256);
+    EXPECT_EQ(from_bf16(to_bf16(0.0f)), 0.0f);
+    EXPECT_TRUE(std::signbit(from_bf16(to_bf16(-0.0f))));
     EXPECT_TRUE(std::isinf(from_bf16(to_bf16(INFINITY))));
+    EXPECT_TRUE(std::isinf(from_bf16(to_bf16(-INFINITY))));
     EXPECT_TRUE(std::isnan(from_bf16(to_bf16(NAN))));
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1e3f, 1e3f);
+    double bias = 0;
     for (int i = 0; i < 1000; ++i) {
         const float v = u(rng);
-        EXPECT_LE(std::abs(from_bf16(to_bf16(v)) - v), std::abs(v) * (1.0f / 256));
+        const float e = from_bf16(to_bf16(v)) - v;
+        EXPECT_LE(std::abs(e), std::abs(v) * (1.0f / 256));  // half a step of 7 mantissa bits, as rounding
+        bias += e / std::abs(v);
     }
+    EXPECT_LT(std::abs(bias / 1000), 3e-4);  // no bias (truncation read back as is: about -3e-3)
 }
 
 TEST(Fp8, RoundsToNearestEvenSaturatesAndRoundTrips) {

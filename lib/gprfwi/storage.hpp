@@ -11,7 +11,13 @@
 
 namespace gprfwi {
 
-/// bfloat16: the top 16 bits of an IEEE float.
+/// bfloat16 levels: the top 16 bits of an IEEE float (sign, exponent, 7
+/// mantissa bits). A level is the float truncated to them (to_bf16) and read
+/// back at the middle of the interval they stand for (from_bf16), which
+/// bounds the error by half a bf16 step, as rounding to nearest would, with
+/// no bias. Truncation makes the level the upper half of the float's bits:
+/// the GPU's forward keeps Ey as that half, in the level's own slot, and a
+/// lower half beside it, so that a kept level costs no store of its own.
 struct Bf16 {
     std::uint16_t bits;
 };
@@ -36,15 +42,18 @@ GPRFWI_HD float bits_float(std::uint32_t u) {
 #endif
 }
 
+/// The upper 16 bits of v (v truncated towards zero; Inf and NaN stay so,
+/// a NaN whose payload lies in the lower bits becomes Inf).
 GPRFWI_HD Bf16 to_bf16(float v) {
-    std::uint32_t u = float_bits(v);
-    if ((u & 0x7f800000u) == 0x7f800000u) return Bf16{static_cast<std::uint16_t>(u >> 16)};  // Inf, NaN
-    u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-    return Bf16{static_cast<std::uint16_t>(u >> 16)};
+    return Bf16{static_cast<std::uint16_t>(float_bits(v) >> 16)};
 }
 
+/// The middle of the interval of floats whose upper bits are b (zero, Inf
+/// and NaN as they are).
 GPRFWI_HD float from_bf16(Bf16 b) {
-    return bits_float(static_cast<std::uint32_t>(b.bits) << 16);
+    std::uint32_t u = static_cast<std::uint32_t>(b.bits) << 16;
+    if ((b.bits & 0x7fffu) != 0 && (b.bits & 0x7f80u) != 0x7f80u) u |= 0x8000u;
+    return bits_float(u);
 }
 
 /// fp8 E4M3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; largest
