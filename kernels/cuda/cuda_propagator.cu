@@ -275,6 +275,11 @@ public:
         zero_fields();
         checks_ = {};  // (those of a run that threw)
         pairs_ = !keep_levels && mid_ && nt >= 2;
+        // bf16 levels in single precision, all kept: Ey as two planes, the upper one the level (split_planes)
+        if (keep_levels && split_planes()) {
+            hi_planes_.zero(stream_);  // (the first is step 0's Ey, zero)
+            hi_cur_ = hi_planes_.get();
+        }
         for (int m = 0; m < nt; ++m) {
             if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
                 step_pair(m);
@@ -288,11 +293,13 @@ public:
             Stored* keep = j ? level_for_writing(j) : nullptr;
             step(m, keep, j, true, /*ey_into_level=*/true);
             if (j) level_written(j);
-            if (check_now(m)) check_finite(fields().ey, m, "Ey");
+            if (check_now(m)) check_finite(fields().ey, m, "Ey", hi_cur_);
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
         // the last step's receiver samples (each step takes the previous one's)
-        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_);
+        if (nt > 0)
+            k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_, hi_cur_);
+        hi_cur_ = nullptr;
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
@@ -456,6 +463,14 @@ public:
 
 private:
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
+    /// Whether the forward keeps Ey as two 16-bit planes, the upper one the
+    /// bf16 level itself (storage.hpp), so that keeping a level costs no
+    /// store of its own: bf16 levels in single precision, all of them kept
+    /// (not recomputed from checkpoints).
+    bool split_planes() const {
+        return std::is_same_v<T, float> && std::is_same_v<Stored, Bf16> && !s_.checkpoint_steps &&
+               !s_.binomial_slots;
+    }
     k::MaterialView<T> materials() const {
         const std::size_t n = s_.ca.size();
         return {coefs_.get(), coefs_.get() + n, cq_.get(), cq_uniform_};
@@ -511,6 +526,7 @@ private:
     k::TmFields<T> fields() const {
         k::TmFields<T> f = buffer(current_);
         if (level_ey_) f.ey = level_ey_;
+        f.ey_hi = hi_cur_;
         return f;
     }
     void zero_fields() {
@@ -518,6 +534,7 @@ private:
         fields_[1]->zero(stream_);
         current_ = 0;
         level_ey_ = nullptr;
+        hi_cur_ = nullptr;
     }
 
     /// Forward step m: H and E from one buffer of Ey, Hx, Hz into the other,
@@ -534,6 +551,10 @@ private:
         k::TmFields<T> out = buffer(b);
         current_ = b;
         level_ey_ = nullptr;
+        if (hi_cur_) {  // Ey as two planes: the upper one into the kept level, or a scratch plane between levels
+            std::uint16_t* scratch = hi_planes_.get() + static_cast<std::size_t>(1 + (m + 1) % 2) * batch_size();
+            out.ey_hi = hi_cur_ = keep ? reinterpret_cast<std::uint16_t*>(keep) : scratch;
+        }
         if constexpr (std::is_same_v<Stored, T>) {
             if (keep && ey_into_level) {
                 out.ey = level_ey_ = keep;
@@ -749,6 +770,7 @@ private:
         else
             b += (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
                                    : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
+        if (split_planes()) b += 3 * n * sizeof(std::uint16_t);  // the zero and scratch upper planes
         return b;
     }
 
@@ -848,6 +870,7 @@ private:
             } else {
                 levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
             }
+            if (split_planes()) hi_planes_ = DeviceArray<std::uint16_t>(3 * n, bytes);
         }
         allocated_ += bytes;
         peak_ = std::max(peak_, allocated_);
@@ -884,12 +907,12 @@ private:
     /// the check after next (by then long done) or by settle_checks() at the
     /// end of the time loop. A blow-up is so reported at most two check
     /// intervals late, as of the step it was found at.
-    void check_finite(const T* field, int step, const char* what) {
+    void check_finite(const T* field, int step, const char* what, const std::uint16_t* hi = nullptr) {
         const int slot = check_slot_;
         check_slot_ = 1 - slot;
         settle_check(slot);  // its last use, two checks ago
         const int stamp = ++check_stamp_;  // (flags of earlier checks hold smaller stamps)
-        k::cuda::flag_non_finite<T>(g_, field, flags_device_ + slot * g_.n_shots, stamp, stream_);
+        k::cuda::flag_non_finite<T>(g_, field, flags_device_ + slot * g_.n_shots, stamp, stream_, hi);
         GPRFWI_CUDA_CHECK(cudaEventRecord(checked_[slot], stream_));
         checks_[slot] = {true, step, stamp, what};
     }
@@ -922,6 +945,10 @@ private:
     std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                                       // ... the one holding the current step
     T* level_ey_ = nullptr;  // the kept level holding the current step's Ey (written there), or nullptr
+    // Ey as two planes (split_planes): the current step's upper plane (a kept level, a scratch plane or, at
+    // step 0, the zero plane: the first of hi_planes_, before two scratch planes), or nullptr
+    std::uint16_t* hi_cur_ = nullptr;
+    DeviceArray<std::uint16_t> hi_planes_;
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)

@@ -27,6 +27,7 @@
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
+#include <type_traits>
 
 #include "cuda_check.hpp"
 #include "gprfwi/grid.hpp"
@@ -95,6 +96,87 @@ __device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxH
 #pragma unroll
         for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
     }
+}
+
+/// Ey as the forward's kernels read and write it: a T array, or (SPLIT: a
+/// gradient's forward with bf16 levels in single precision) two 16-bit
+/// planes, the upper halves (the kept level itself, storage.hpp) and the
+/// lower halves (in the first half of the Ey array's bytes), joined and split
+/// with byte permutes. Indices count nodes.
+template <typename T, bool SPLIT>
+struct EyView {
+    T* ey = nullptr;
+    std::uint16_t* lo = nullptr;
+    std::uint16_t* hi = nullptr;
+
+    __host__ __device__ static EyView of(const TmFields<T>& f) {
+        return {f.ey, reinterpret_cast<std::uint16_t*>(f.ey), f.ey_hi};
+    }
+    __device__ __forceinline__ EyView operator+(std::ptrdiff_t d) const { return {ey + d, lo + d, hi + d}; }
+    __device__ __forceinline__ T operator[](std::ptrdiff_t i) const {
+        if constexpr (SPLIT) return __uint_as_float(static_cast<unsigned>(hi[i]) << 16 | lo[i]);
+        else return ey[i];
+    }
+    __device__ __forceinline__ void set(std::ptrdiff_t i, T v) const {
+        if constexpr (SPLIT) {
+            const unsigned u = __float_as_uint(v);
+            hi[i] = static_cast<std::uint16_t>(u >> 16);
+            lo[i] = static_cast<std::uint16_t>(u);
+        } else {
+            ey[i] = v;
+        }
+    }
+    template <int N>
+    __device__ __forceinline__ Pack<T, N> load(std::ptrdiff_t i) const {
+        if constexpr (SPLIT) {
+            static_assert(std::is_same_v<T, float> && N == 4);
+            const uint2 h = *reinterpret_cast<const uint2*>(hi + i), l = *reinterpret_cast<const uint2*>(lo + i);
+            return Pack<T, N>{{__uint_as_float(__byte_perm(l.x, h.x, 0x5410)), __uint_as_float(__byte_perm(l.x, h.x, 0x7632)),
+                               __uint_as_float(__byte_perm(l.y, h.y, 0x5410)), __uint_as_float(__byte_perm(l.y, h.y, 0x7632))}};
+        } else {
+            return load_pack<N>(ey + i);
+        }
+    }
+    /// Stores the first n (all when n >= N) values of v at node i.
+    template <int N>
+    __device__ __forceinline__ void store(std::ptrdiff_t i, const Pack<T, N>& v, int n) const {
+        if constexpr (SPLIT) {
+            if (n >= N) {
+                const unsigned a = __float_as_uint(v.v[0]), b = __float_as_uint(v.v[1]);
+                const unsigned c = __float_as_uint(v.v[2]), d = __float_as_uint(v.v[3]);
+                *reinterpret_cast<uint2*>(hi + i) = uint2{__byte_perm(a, b, 0x7632), __byte_perm(c, d, 0x7632)};
+                *reinterpret_cast<uint2*>(lo + i) = uint2{__byte_perm(a, b, 0x5410), __byte_perm(c, d, 0x5410)};
+                return;
+            }
+#pragma unroll
+            for (int j = 0; j < N; ++j)
+                if (j < n) set(i + j, v.v[j]);
+        } else {
+            store_pack(ey + i, v, n);
+        }
+    }
+    /// The values at nodes i - kMaxHalo .. i + N + kMaxHalo, for the x-stencils (load_row_window).
+    template <int N>
+    __device__ __forceinline__ void load_window(std::ptrdiff_t i, T (&w)[N + 2 * kMaxHalo]) const {
+#pragma unroll
+        for (int b = 0; b < (N + 2 * kMaxHalo) / N; ++b) {
+            const Pack<T, N> v = load<N>(i - kMaxHalo + b * N);
+#pragma unroll
+            for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
+        }
+    }
+};
+
+/// fn(the EyView of f): split where f has an upper plane (single precision only).
+template <typename T, typename Fn>
+__device__ __forceinline__ void with_ey(const TmFields<T>& f, Fn fn) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (f.ey_hi) {
+            fn(EyView<T, true>::of(f));
+            return;
+        }
+    }
+    fn(EyView<T, false>::of(f));
 }
 
 // The forward step reads each field once and writes it once over most of the
@@ -448,7 +530,7 @@ __device__ __forceinline__ RowCpml<T, kLanes<T>> load_row_cpml(const GridParams<
 /// from `in` to `out`, as the warp recomputes Hx rows of the segment above;
 /// psi_hx_z, read and written at its own rows only, in place) and takes Hx
 /// outside the grid as the zero halo.
-template <typename T, int ORDER, typename Stored, bool ZS>
+template <typename T, int ORDER, typename Stored, bool ZS, bool SPLIT>
 __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const MaterialView<T>& m,
                                                    const CpmlAxis<T>& z, const TmFields<T>& in,
                                                    const TmFields<T>& out, Stored* keep,
@@ -456,10 +538,11 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
     if (!w.active) return;  // the whole warp
+    const EyView<T, SPLIT> ey_in = EyView<T, SPLIT>::of(in), ey_out = EyView<T, SPLIT>::of(out);
     // Ey^n at row r; a strip's rows beyond the zero halo (which feed only Hx rows outside the grid) read its last
     auto ey_row = [&](int r) {
         if (ZS) r = max(-kMaxHalo, min(r, g.nz + kMaxHalo - 1));
-        return w.load(in.ey + w.shot, r);
+        return ey_in.template load<N>(w.shot + w.at(r));
     };
 
     // Hx^{n+1/2} at row q from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]); stored when the row is this warp's
@@ -522,13 +605,13 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
             }
             // Ey^{n+1} = ca*Ey^n + cb*curlH
             ey.v[j] = ca.v[j] * ey_r.v[j] + cb.v[j] * (dx - dz);
-            if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+            if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
         if (w.owner) {
             const std::size_t o = w.shot + w.at(r);
             store_pack(out.hz + o, hz, N);
-            store_pack(out.ey + o, ey, N);
-            if (keep) store_pack(keep + o, kept, N);
+            ey_out.template store<N>(o, ey, N);
+            if (keep && !SPLIT) store_pack(keep + o, kept, N);  // (split: the upper plane is the level)
             if (c.on) store_pack(in.psi_hx_z + o, c.psi, N);
         }
     };
@@ -669,21 +752,23 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
 }
 
 /// Ey += weight * wavelet[shot][m] at source point e (and its kept level).
-template <typename T, typename Stored>
+template <typename T, typename Stored, bool SPLIT>
 __device__ __forceinline__ void inject_source_point(const GridParams<T>& g, const SparseOperators& op,
-                                                    const double* wavelets, int nt, int m, T* ey, Stored* keep, int e) {
+                                                    const double* wavelets, int nt, int m, const EyView<T, SPLIT>& ey,
+                                                    Stored* keep, int e) {
     const int s = op.source_shot[e];
     const std::size_t o = s * g.shot_stride + op.source_index[e];
     const T v = ey[o] + static_cast<T>(op.source_weight[e] * wavelets[static_cast<std::size_t>(s) * nt + m]);
-    ey[o] = v;
-    if (keep) keep[o] = store_as<Stored>(v);
+    ey.set(o, v);
+    if (keep && !SPLIT) keep[o] = store_as<Stored>(v);  // (split: the upper plane is the level)
 }
 
 /// sum_j w_j * field[index_j] over entries [begin, end), added in j order as
 /// on the CPU (bitwise the same sum), by one warp: each lane loads its
 /// entries' products in parallel, then lane 0 adds them in order via shuffles.
-template <typename T>
-__device__ double warp_ordered_dot(int begin, int end, const std::size_t* index, const double* weight, const T* field) {
+template <typename Field>
+__device__ double warp_ordered_dot(int begin, int end, const std::size_t* index, const double* weight,
+                                   const Field& field) {
     const int lane = threadIdx.x & 31;
     double acc = 0;
     for (int base = begin; base < end; base += 32) {
@@ -699,8 +784,8 @@ __device__ double warp_ordered_dot(int begin, int end, const std::size_t* index,
 }
 
 /// traces[r][m] = receiver row r's sample of `ey`, by one warp.
-template <typename T>
-__device__ __forceinline__ void sample_row(const GridParams<T>& g, const SparseOperators& op, const T* ey,
+template <typename T, typename Field>
+__device__ __forceinline__ void sample_row(const GridParams<T>& g, const SparseOperators& op, const Field& ey,
                                            double* traces, int nt, int m, int r) {
     if (r >= op.n_rows) return;
     const double acc = warp_ordered_dot(op.row_begin[r], op.row_begin[r + 1], op.row_index, op.row_weight,
@@ -785,7 +870,7 @@ __device__ __forceinline__ FrameCpml<T, N> load_frame_cpml(const GridParams<T>& 
 // profiles too) issued before the arithmetic: H from `f` into `out`, then E
 // from `f` and the new H of `out` (the interior's H is written by then). The
 // CPML memories are `f`'s, updated in place.
-template <typename T, int ORDER>
+template <typename T, int ORDER, bool SPLIT = false>
 __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                                              const CpmlAxis<T>& z, const TmFields<T>& f, const TmFields<T>& out,
                                              int ix0, int iz, int shot) {
@@ -793,15 +878,15 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
     const int stride = g.stride;
     const std::size_t c = g.origin + static_cast<std::size_t>(iz) * stride + ix0;  // first node
     const std::size_t o = c + static_cast<std::size_t>(shot) * g.shot_stride;       // ... of this shot
-    const T* ey = f.ey + o;
+    const EyView<T, SPLIT> ey = EyView<T, SPLIT>::of(f);
     // loads: Ey around the nodes, old H, cq, the CPML memories and profiles in the strips
     T e[N + 2 * H];
-    load_row_window<N>(ey, e);
+    ey.template load_window<N>(o, e);
     Pack<T, N> up[R], dn[R];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        up[k] = load_pack<N>(ey + (k + 1) * stride);
-        dn[k] = load_pack<N>(ey - k * stride);
+        up[k] = ey.template load<N>(o + (k + 1) * stride);
+        dn[k] = ey.template load<N>(o - k * stride);
     }
     Pack<T, N> hx = load_pack<N>(f.hx + o), hz = load_pack<N>(f.hz + o);
     const Pack<T, N> cq = load_pack<N>(m.cq + c);
@@ -904,45 +989,45 @@ inline int z_strip_blocks(const Interior& box, int nz, int bands) {
 
 /// Block `block` of step_kernel's launch (also run by pair_first_kernel);
 /// HOLE: its interior items have a hole (MarchingItems), else all are there.
-template <typename T, int ORDER, typename Stored, bool HOLE>
+template <typename T, int ORDER, typename Stored, bool HOLE, bool SPLIT = false>
 __device__ __forceinline__ void step_block(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                                            const CpmlAxis<T>& z, const Interior& box, const StepLaunch& l,
                                            const TmFields<T>& in, const TmFields<T>& out, Stored* keep,
                                            const StepSamples& samples, int block) {
     if (block < l.strip_blocks) {
         const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.items.bands, block, blockIdx.y);
-        marching_step_warp<T, ORDER, Stored, true>(g, m, z, in, out, keep, w);
+        marching_step_warp<T, ORDER, Stored, true, SPLIT>(g, m, z, in, out, keep, w);
         return;
     }
     const int b = block - l.strip_blocks;
     if (b < l.interior_blocks) {
         const MarchingWarp<T, ORDER> w = HOLE ? MarchingWarp<T, ORDER>(g, box, l.items, b, blockIdx.y)
                                               : MarchingWarp<T, ORDER>(g, box, l.items.bands, b, blockIdx.y);
-        marching_step_warp<T, ORDER, Stored, false>(g, m, z, in, out, keep, w);
+        marching_step_warp<T, ORDER, Stored, false, SPLIT>(g, m, z, in, out, keep, w);
         return;
     }
     if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
         if (blockIdx.y == 0)
-            sample_row(g, samples.op, in.ey, samples.traces, samples.nt, samples.m,
+            sample_row(g, samples.op, EyView<T, SPLIT>::of(in), samples.traces, samples.nt, samples.m,
                        ((b - l.interior_blocks - l.frame_blocks) * blockDim.x + threadIdx.x) / 32);
         return;
     }
     const int t = (b - l.interior_blocks) * blockDim.x + threadIdx.x;
     int ix0, iz;
     if (t < l.frame_packs && frame_nodes(g, l.frame, t, ix0, iz))
-        frame_h_pack<T, ORDER>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
+        frame_h_pack<T, ORDER, SPLIT>(g, m, x, z, in, out, ix0, iz, blockIdx.y);
 }
 
-template <typename T, int ORDER, typename Stored, bool HOLE = false>
+template <typename T, int ORDER, typename Stored, bool HOLE = false, bool SPLIT = false>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
                 TmFields<T> in, TmFields<T> out, Stored* keep, StepSamples samples) {
     wait_for_previous_kernel();
     allow_next_kernel();
-    step_block<T, ORDER, Stored, HOLE>(g, m, x, z, box, l, in, out, keep, samples, blockIdx.x);
+    step_block<T, ORDER, Stored, HOLE, SPLIT>(g, m, x, z, box, l, in, out, keep, samples, blockIdx.x);
 }
 
-template <typename T, int ORDER, typename Stored>
+template <typename T, int ORDER, typename Stored, bool SPLIT = false>
 __global__ void __launch_bounds__(kStepWarps * 32)
     frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
                    Stored* keep, Interior frame, int frame_blocks, StepSources src, Interior skip) {
@@ -954,7 +1039,7 @@ __global__ void __launch_bounds__(kStepWarps * 32)
         int ix, iz;
         if (blockIdx.y == 0 && e < src.op.n_source_points &&
             !(node_at(g, src.op.source_index[e], ix, iz) && inside(skip, ix, iz)))
-            inject_source_point(g, src.op, src.wavelets, src.nt, src.m, out.ey, keep, e);
+            inject_source_point(g, src.op, src.wavelets, src.nt, src.m, EyView<T, SPLIT>::of(out), keep, e);
         return;
     }
     int ix0, iz;
@@ -972,7 +1057,7 @@ __global__ void __launch_bounds__(kStepWarps * 32)
         up[k] = load_pack<N>(hx + k * stride);
         dn[k] = load_pack<N>(hx - (k + 1) * stride);
     }
-    Pack<T, N> ey = load_pack<N>(f.ey + o);
+    Pack<T, N> ey = EyView<T, SPLIT>::of(f).template load<N>(o);
     const Pack<T, N> ca = load_pack<N>(m.ca + c), cb = load_pack<N>(m.cb + c);
     auto [xp, zp, px, pz, xc, zb, za, zk] = load_frame_cpml<false>(g, x, z, f.psi_hz_x, f.psi_hx_z, o, ix0, iz);
     Pack<Stored, N> kept{};
@@ -1000,13 +1085,13 @@ __global__ void __launch_bounds__(kStepWarps * 32)
         }
         // Ey^{n+1} = ca*Ey^n + cb*curlH
         ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
-        if (keep) kept.v[j] = store_as<Stored>(ey.v[j]);
+        if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
     }
     const int n = g.nx - ix0;
-    store_pack(out.ey + o, ey, n);
+    EyView<T, SPLIT>::of(out).template store<N>(o, ey, n);
     if (xp) store_pack(f.psi_hz_x + o, px, n);
     if (zp) store_pack(f.psi_hx_z + o, pz, n);
-    if (keep) store_pack(keep + o, kept, n);
+    if (keep && !SPLIT) store_pack(keep + o, kept, n);  // (split: the upper plane is the level)
 }
 
 // Two steps a pass (temporal blocking; bench-probes/two_step_probe.cu): in
@@ -1321,15 +1406,17 @@ __global__ void __launch_bounds__(kStepWarps * 32)
 
 template <typename T, typename Stored>
 __global__ void inject_sources_kernel(GridParams<T> g, SparseOperators op, const double* wavelets, int nt, int m,
-                                      T* ey, Stored* keep) {
+                                      TmFields<T> f, Stored* keep) {
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e < op.n_source_points) inject_source_point(g, op, wavelets, nt, m, ey, keep, e);
+    if (e < op.n_source_points)
+        with_ey(f, [&](const auto& ey) { inject_source_point(g, op, wavelets, nt, m, ey, keep, e); });
 }
 
 template <typename T>
-__global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, const T* ey, double* traces, int nt,
+__global__ void sample_receivers_kernel(GridParams<T> g, SparseOperators op, TmFields<T> f, double* traces, int nt,
                                         int m) {
-    sample_row(g, op, ey, traces, nt, m, (blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    with_ey(f, [&](const auto& ey) { sample_row(g, op, ey, traces, nt, m, r); });
 }
 
 /// lambda + the adjoint source at step m at receiver node j (its entries in CPU order).
@@ -1995,17 +2082,23 @@ __global__ void quantize_fp8_kernel(std::size_t n, std::size_t shot_stride, cons
 /// flags[shot] = stamp where the shot's `field` holds a NaN or Inf, a pack
 /// (kLanes<T> values) a thread; a programmatic dependent launch.
 template <typename T>
-__global__ void flag_non_finite_kernel(std::size_t packs, std::size_t shot_packs, const T* field, int* flags,
-                                       int stamp) {
+__global__ void flag_non_finite_kernel(std::size_t packs, std::size_t shot_packs, const T* field,
+                                       const std::uint16_t* hi, int* flags, int stamp) {
     constexpr int N = kLanes<T>;
     wait_for_previous_kernel();
     allow_next_kernel();
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < packs;
          i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        const Pack<T, N> v = load_pack<N>(field + i * N);
         bool finite = true;
+        if (hi) {  // two planes: the exponent lies in the upper one
+            const Pack<std::uint16_t, N> u = load_pack<N>(hi + i * N);
 #pragma unroll
-        for (int j = 0; j < N; ++j) finite = finite && isfinite(v.v[j]);
+            for (int j = 0; j < N; ++j) finite = finite && (u.v[j] & 0x7f80u) != 0x7f80u;
+        } else {
+            const Pack<T, N> v = load_pack<N>(field + i * N);
+#pragma unroll
+            for (int j = 0; j < N; ++j) finite = finite && isfinite(v.v[j]);
+        }
         if (!finite) flags[i / shot_packs] = stamp;
     }
 }
@@ -2051,17 +2144,34 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     const Interior box = step_interior<T, ORDER>(g, x, z);
     const StepLaunch l = step_launch<T, ORDER>(g, box, Interior{0, 0, 0, 0});
     const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks(samples), g.n_shots);
-    launch_dependent(step_kernel<T, ORDER, Stored>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out, keep,
-                     samples ? *samples : StepSamples{});
-    // the frame's E, and the source term when its points lie in the interior (whose E is done)
-    const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
-    const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
-    if (l.frame_blocks + inject_blocks > 0) {
-        const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
-        launch_dependent(frame_e_kernel<T, ORDER, Stored>, e_grid, dim3(kThreads), stream, g, m, x, z, in, out, keep,
-                         l.frame, l.frame_blocks, merged ? *sources : StepSources{}, Interior{0, 0, 0, 0});
+    // Ey as two planes (TmFields::ey_hi; single precision, bf16 levels): the upper one is the level
+    constexpr bool kCanSplit = std::is_same_v<T, float> && std::is_same_v<Stored, Bf16>;
+    const bool split = kCanSplit && out.ey_hi;
+    if (split != (in.ey_hi != nullptr)) throw std::logic_error("step: Ey split in one buffer and not the other");
+    auto launch = [&](auto split_tag) {
+        constexpr bool SPLIT = decltype(split_tag)::value;
+        launch_dependent(step_kernel<T, ORDER, Stored, false, SPLIT>, grid, dim3(kThreads), stream, g, m, x, z, box, l,
+                         in, out, keep, samples ? *samples : StepSamples{});
+        // the frame's E, and the source term when its points lie in the interior (whose E is done)
+        const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
+        const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
+        if (l.frame_blocks + inject_blocks > 0) {
+            const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
+            launch_dependent(frame_e_kernel<T, ORDER, Stored, SPLIT>, e_grid, dim3(kThreads), stream, g, m, x, z, in,
+                             out, keep, l.frame, l.frame_blocks, merged ? *sources : StepSources{},
+                             Interior{0, 0, 0, 0});
+        }
+        if (sources && !merged)
+            inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream,
+                                      out.ey_hi);
+    };
+    if constexpr (kCanSplit) {
+        if (split) {
+            launch(std::true_type{});
+            return;
+        }
     }
-    if (sources && !merged) inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream);
+    launch(std::false_type{});
 }
 
 /// Rows of a pair warp's segment: GPRFWI_PAIR_ROWS, for measurements (docs/
@@ -2133,18 +2243,24 @@ bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const 
 
 template <typename T, typename Stored>
 void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets, int nt, int m, T* ey,
-                    Stored* keep, Stream stream) {
+                    Stored* keep, Stream stream, std::uint16_t* ey_hi) {
     if (op.n_source_points == 0) return;
+    TmFields<T> f{};
+    f.ey = ey;
+    f.ey_hi = ey_hi;
     inject_sources_kernel<T, Stored><<<blocks_for(op.n_source_points, 128), 128, 0, stream>>>(g, op, wavelets, nt, m,
-                                                                                             ey, keep);
+                                                                                             f, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces, int nt, int m,
-                      Stream stream) {
+                      Stream stream, const std::uint16_t* ey_hi) {
     if (op.n_rows == 0) return;
-    sample_receivers_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_rows) * 32, 128), 128, 0, stream>>>(g, op, ey, traces, nt, m);
+    TmFields<T> f{};
+    f.ey = const_cast<T*>(ey);
+    f.ey_hi = const_cast<std::uint16_t*>(ey_hi);
+    sample_receivers_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_rows) * 32, 128), 128, 0, stream>>>(g, op, f, traces, nt, m);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -2248,12 +2364,13 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 }
 
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream) {
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream,
+                     const std::uint16_t* hi) {
     constexpr int N = kLanes<T>;
     if (g.shot_stride % N != 0) throw std::logic_error("flag_non_finite: a shot's fields are not whole packs");
     const std::size_t shot_packs = g.shot_stride / N, packs = shot_packs * g.n_shots;
     launch_dependent(flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
-                     packs, shot_packs, field, flags, stamp);
+                     packs, shot_packs, field, hi, flags, stamp);
 }
 
 #define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
@@ -2286,17 +2403,17 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int sta
     GPRFWI_INSTANTIATE_ORDER(T, 2) GPRFWI_INSTANTIATE_ORDER(T, 4) GPRFWI_INSTANTIATE_ORDER(T, 6)                   \
     GPRFWI_INSTANTIATE_ORDER(T, 8)                                                                                  \
     template void inject_sources<T, T>(const GridParams<T>&, const SparseOperators&, const double*, int, int, T*,   \
-                                       T*, Stream);                                                                 \
+                                       T*, Stream, std::uint16_t*);                                                 \
     template void inject_sources<T, Bf16>(const GridParams<T>&, const SparseOperators&, const double*, int, int,    \
-                                          T*, Bf16*, Stream);                                                       \
+                                          T*, Bf16*, Stream, std::uint16_t*);                                       \
     template void sample_receivers<T>(const GridParams<T>&, const SparseOperators&, const T*, double*, int, int,    \
-                                      Stream);                                                                      \
+                                      Stream, const std::uint16_t*);                                                \
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
                                             T*, Stream);                                                            \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, int, Stream);
+    template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, int, Stream, const std::uint16_t*);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)
 

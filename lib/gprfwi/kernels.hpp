@@ -31,6 +31,7 @@
 //   g_ey_next += w_img * lambda_ey^{n+1} * Ey^{n+1}    (dJ/dcb = (g_ey_next - ca*g_ey_prev)/cb)
 
 #include <cstddef>
+#include <cstdint>
 
 #include "gprfwi/storage.hpp"
 
@@ -73,6 +74,10 @@ struct CpmlAxis {
 
 /// Electric and magnetic fields with their CPML memory variables.
 /// psi_ey_x, psi_ey_z live at Hz and Hx nodes; psi_hz_x, psi_hx_z at Ey nodes.
+/// On the GPU, the forward of a gradient with bf16 levels in single precision
+/// may keep Ey as two 16-bit planes: its upper halves in `ey_hi` (the kept
+/// level itself, storage.hpp), its lower halves in the first half of `ey`'s
+/// bytes; null otherwise.
 template <typename T>
 struct TmFields {
     T* ey;
@@ -82,6 +87,7 @@ struct TmFields {
     T* psi_ey_z;
     T* psi_hz_x;
     T* psi_hx_z;
+    std::uint16_t* ey_hi = nullptr;
 };
 
 /// Intermediate adjoint quantities q (at E nodes) and p (at H nodes).
@@ -200,7 +206,9 @@ struct StepSamples {
 /// `out`, which must be other arrays (warps recompute rows their neighbours
 /// own); the other CPML memories, the same arrays in both, are updated in
 /// place. Also writes Ey^{n+1} to `keep` (a kept level) when non-null, and
-/// samples `in.ey` into the traces when `samples` is non-null.
+/// samples `in.ey` into the traces when `samples` is non-null. With
+/// `out.ey_hi` (and `in.ey_hi`: single precision, bf16 levels) Ey is two
+/// planes and `out.ey_hi` is the kept level, `keep` then unused.
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
@@ -234,15 +242,16 @@ double step_pair_share(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 template <typename T, int ORDER>
 bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
-/// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too.
+/// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too
+/// (with `ey_hi`, Ey is two planes, TmFields::ey_hi, the upper one the level: `keep` unused).
 template <typename T, typename Stored>
 void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets,
-                    int nt_internal, int m, T* ey, Stored* keep, Stream stream);
+                    int nt_internal, int m, T* ey, Stored* keep, Stream stream, std::uint16_t* ey_hi = nullptr);
 
-/// traces[row][m] = receiver weights . Ey (traces [row][nt_internal]).
+/// traces[row][m] = receiver weights . Ey (traces [row][nt_internal]; Ey two planes with `ey_hi`).
 template <typename T>
 void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces,
-                      int nt_internal, int m, Stream stream);
+                      int nt_internal, int m, Stream stream, const std::uint16_t* ey_hi = nullptr);
 
 /// lambda_ey += receiver weights * adjoint_source[row][m], per node in CPU order.
 template <typename T>
@@ -324,9 +333,11 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
                     unsigned long long* max_scratch, Stream stream);
 
 /// Sets flags[shot] to `stamp` where any value of the shot's field is NaN or
-/// Inf (flags may be mapped host memory; the others are left as they are).
+/// Inf (flags may be mapped host memory; the others are left as they are);
+/// with `hi`, the field is two planes (TmFields::ey_hi) and only the upper is read.
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream);
+void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream,
+                     const std::uint16_t* hi = nullptr);
 
 }  // namespace cuda
 }  // namespace gprfwi::kernels
