@@ -87,15 +87,22 @@ __device__ __forceinline__ void store_pack(U* p, const Pack<U, N>& v, int n) {
         if (j < n) p[j] = v.v[j];
 }
 
-/// The values p[-kMaxHalo .. N + kMaxHalo) of a row, for the x-stencils.
-template <int N, typename T>
-__device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxHalo]) {
+/// The values at nodes i - kMaxHalo .. i + N + kMaxHalo of a row, for the
+/// x-stencils, from the packs of N nodes that load(k) returns at node k.
+template <int N, typename T, typename Load>
+__device__ __forceinline__ void gather_window(Load load, std::ptrdiff_t i, T (&w)[N + 2 * kMaxHalo]) {
 #pragma unroll
     for (int b = 0; b < (N + 2 * kMaxHalo) / N; ++b) {
-        const Pack<T, N> v = load_pack<N>(p - kMaxHalo + b * N);
+        const Pack<T, N> v = load(i - kMaxHalo + b * N);
 #pragma unroll
         for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
     }
+}
+
+/// The values p[-kMaxHalo .. N + kMaxHalo) of a row, for the x-stencils.
+template <int N, typename T>
+__device__ __forceinline__ void load_row_window(const T* p, T (&w)[N + 2 * kMaxHalo]) {
+    gather_window<N>([p](std::ptrdiff_t k) { return load_pack<N>(p + k); }, 0, w);
 }
 
 /// Ey as the forward's kernels read and write it: a T array, or (SPLIT: a
@@ -155,15 +162,10 @@ struct EyView {
             store_pack(ey + i, v, n);
         }
     }
-    /// The values at nodes i - kMaxHalo .. i + N + kMaxHalo, for the x-stencils (load_row_window).
+    /// The values at nodes i - kMaxHalo .. i + N + kMaxHalo, for the x-stencils (gather_window).
     template <int N>
     __device__ __forceinline__ void load_window(std::ptrdiff_t i, T (&w)[N + 2 * kMaxHalo]) const {
-#pragma unroll
-        for (int b = 0; b < (N + 2 * kMaxHalo) / N; ++b) {
-            const Pack<T, N> v = load<N>(i - kMaxHalo + b * N);
-#pragma unroll
-            for (int j = 0; j < N; ++j) w[b * N + j] = v.v[j];
-        }
+        gather_window<N>([this](std::ptrdiff_t k) { return load<N>(k); }, i, w);
     }
 };
 
