@@ -870,6 +870,11 @@ private:
             } else {
                 levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
             }
+            // The forward writes Ey (float levels) or its upper plane (split_planes) straight into the
+            // levels and the next step reads it there, halo included: the halo, which no step writes, must
+            // hold zeros, not what freed memory left (once per engine, outside the time loops)
+            levels_.zero(stream_);
+            ring_.zero(stream_);
             if (split_planes()) hi_planes_ = DeviceArray<std::uint16_t>(3 * n, bytes);
         }
         allocated_ += bytes;
