@@ -532,6 +532,8 @@ private:
     void zero_fields() {
         fields_[0]->zero(stream_);
         fields_[1]->zero(stream_);
+        // the pairs' second step reads nodes of the middle buffer that no step writes (zeros on the CPU)
+        if (mid_) mid_->zero(stream_);
         current_ = 0;
         level_ey_ = nullptr;
         hi_cur_ = nullptr;
