@@ -30,9 +30,11 @@ namespace {
             GTEST_SKIP() << "no CUDA GPU visible (no driver or device): GPU tests run on the GPU machine";   \
     } while (0)
 
+// Infinite when a value of `a` is not finite (std::max would pass over a NaN).
 double max_relative(const std::vector<double>& a, const std::vector<double>& ref) {
     double num = 0, den = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!std::isfinite(a[i])) return HUGE_VAL;
         num = std::max(num, std::abs(a[i] - ref[i]));
         den = std::max(den, std::abs(ref[i]));
     }
@@ -215,6 +217,73 @@ void expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Mod
     EXPECT_LT(e_eps, tolerance) << what;
     EXPECT_LT(e_sig, tolerance) << what;
     EXPECT_LT(e_wav, tolerance) << what;
+}
+
+// Device memory filled with NaN when allocated (GPRFWI_POISON_DEVICE_MEMORY):
+// a kernel that reads a node before anything wrote it (a halo, a level slot,
+// a CPML memory) turns the traces or gradients into NaN. Without the option
+// such a node holds whatever the allocation's memory held before, zero in a
+// fresh process, and parity tests pass all the same. Every storage and
+// compression, the forward's step pairs, stencils 4 and 8.
+TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
+    SKIP_WITHOUT_GPU();
+    struct Environment {  // sets a variable for the test's time
+        const char* name;
+        Environment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
+        ~Environment() { unsetenv(name); }
+    };
+    const Environment poison("GPRFWI_POISON_DEVICE_MEMORY", "1");
+    struct Case {
+        const char* name;
+        Precision precision;
+        int order;
+        SnapshotCompression compression;
+        SnapshotStorage storage = SnapshotStorage::device;
+        int checkpoint_steps = 0, binomial_slots = 0;
+    };
+    const Case cases[] = {{"float levels", Precision::single, 4, kNone},
+                          {"bf16 levels (split planes)", Precision::single, 8, kBf16},
+                          {"fp8 levels", Precision::single, 4, SnapshotCompression::fp8},
+                          {"double levels", Precision::double_precision, 8, kNone},
+                          {"double bf16 levels", Precision::double_precision, 4, kBf16},
+                          {"host storage, bf16", Precision::single, 4, kBf16, SnapshotStorage::host},
+                          {"host storage", Precision::double_precision, 8, kNone, SnapshotStorage::host},
+                          {"disk storage, bf16", Precision::single, 6, kBf16, SnapshotStorage::disk},
+                          {"checkpoints of 5 steps", Precision::single, 8, kNone, SnapshotStorage::device, 5},
+                          {"binomial, 2 slots, bf16", Precision::single, 4, kBf16, SnapshotStorage::device, 0, 2}};
+    const Grid g{70, 55, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
+    for (const Case& c : cases) {
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
+        Survey survey = test::random_survey(g, 3, 2, 3, 160, 3e8, dt, 19);
+        survey.shots[0].sources.front().position = Position{0.0, 0.0};  // on the edge: read the halo
+        PropagatorOptions opt = test::double_options(c.order, 0);
+        opt.cpml.widths = {9, 12, 10, 11};
+        opt.precision = c.precision;
+        opt.snapshots.compression = c.compression;
+        opt.snapshots.storage = c.storage;
+        opt.snapshots.checkpoint_steps = c.checkpoint_steps;
+        opt.snapshots.binomial_slots = c.binomial_slots;
+        expect_gpu_matches_cpu(opt, model, truth, survey,
+                               std::string("poisoned memory, ") + c.name + ", stencil " + std::to_string(c.order));
+    }
+    // the forward's step pairs, on a grid large enough for a pair box
+    const Environment pairs("GPRFWI_PAIR_ROWS", "16");
+    const Grid big{420, 120, 0.02, 0.025};
+    const Model plain = test::heterogeneous_model(big, 41);
+    const double dt = 0.9 * test::cfl_limit(big, plain.min_eps_mu(), 4);
+    const Survey survey = test::random_survey(big, 2, 1, 3, 121, 3e8, dt, 13);
+    PropagatorOptions opt = test::double_options(4, 0);
+    opt.cpml.widths = {9, 12, 10, 11};
+    opt.precision = Precision::single;
+    const Traces cpu = CpuPropagator(opt).forward(plain, survey);
+    opt.backend = BackendKind::cuda;
+    auto gpu = make_propagator(opt);
+    const double e = max_relative(flatten(gpu->forward(plain, survey)), flatten(cpu));
+    std::printf("poisoned memory, forward step pairs: traces %.2e, %.0f%% of the nodes in pairs\n", e,
+                100 * gpu->last_timings().forward_paired_share);
+    EXPECT_GT(gpu->last_timings().forward_paired_share, 0.1);
+    EXPECT_LT(e, 1e-5);
 }
 
 // Sources and receivers on the model's edge, next to the CPML: there the GPU

@@ -36,6 +36,14 @@ namespace {
 
 namespace k = kernels;
 
+/// Whether GPRFWI_POISON_DEVICE_MEMORY=1 asks for every new device array
+/// filled with ones (NaN in every floating-point type), so that anything
+/// read before it is written shows in the results (the GPU tests use it).
+bool poison_device_memory() {
+    const char* v = std::getenv("GPRFWI_POISON_DEVICE_MEMORY");
+    return v && std::string_view(v) == "1";
+}
+
 /// An owning device array; `bytes` adds its size to the engine's total.
 template <typename T>
 class DeviceArray {
@@ -45,6 +53,7 @@ public:
         if (n == 0) return;
         GPRFWI_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
         bytes += n * sizeof(T);
+        if (poison_device_memory()) GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
     }
     DeviceArray(const std::vector<T>& host, std::size_t& bytes) : DeviceArray(host.size(), bytes) {
         if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
