@@ -27,6 +27,7 @@
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "cuda_check.hpp"
@@ -2048,6 +2049,28 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     }
 }
 
+/// zero_halos: shot array c (blockIdx.y, then every gridDim.y) at base + c *
+/// shot_stride; its halo values in order: those before node (0, 0), the
+/// stride - nx after each row but the last (its right and the next row's
+/// left halo), and those after the last node.
+template <typename U>
+__global__ void zero_halo_kernel(U* base, std::size_t copies, std::size_t shot_stride, std::size_t origin, int stride,
+                                 int nx, int nz) {
+    const std::size_t gap = stride - nx, gaps = (nz - 1) * gap, halo = shot_stride - static_cast<std::size_t>(nz) * nx;
+    for (std::size_t c = blockIdx.y; c < copies; c += gridDim.y) {
+        U* a = base + c * shot_stride;
+        for (std::size_t h = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; h < halo;
+             h += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+            std::size_t i = h;
+            if (h >= origin) {
+                const std::size_t k = h - origin;
+                i = k < gaps ? origin + (k / gap) * stride + nx + k % gap : origin + (nz - 1) * static_cast<std::size_t>(stride) + nx + (k - gaps);
+            }
+            a[i] = U(0);
+        }
+    }
+}
+
 template <typename T, typename Stored>
 __global__ void store_level_kernel(std::size_t n, const T* ey, Stored* level) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -2347,6 +2370,25 @@ int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
            (ix0 < box.xa ? ix0 / N : left + (ix0 - box.xb) / N);
 }
 
+template <typename T>
+void zero_halos(const GridParams<T>& g, void* base, int value_bytes, std::size_t copies, Stream stream) {
+    if (!base || copies == 0) return;
+    const std::size_t halo = g.shot_stride - static_cast<std::size_t>(g.nz) * g.nx;
+    const dim3 blocks(static_cast<unsigned>(std::min<std::size_t>(blocks_for(halo, 256), 64)),
+                      static_cast<unsigned>(std::min<std::size_t>(copies, 32768)));
+    auto launch = [&](auto* a) {
+        zero_halo_kernel<<<blocks, 256, 0, stream>>>(a, copies, g.shot_stride, g.origin, g.stride, g.nx, g.nz);
+    };
+    switch (value_bytes) {
+    case 1: launch(static_cast<std::uint8_t*>(base)); break;
+    case 2: launch(static_cast<std::uint16_t*>(base)); break;
+    case 4: launch(static_cast<std::uint32_t*>(base)); break;
+    case 8: launch(static_cast<std::uint64_t*>(base)); break;
+    default: throw std::invalid_argument("zero_halos: values of " + std::to_string(value_bytes) + " bytes");
+    }
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename T, typename Stored>
 void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stream) {
     const std::size_t n = g.shot_stride * g.n_shots;
@@ -2413,6 +2455,7 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int sta
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
                                             T*, Stream);                                                            \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
+    template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
     template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, int, Stream, const std::uint16_t*);

@@ -322,6 +322,13 @@ int adjoint_frame_packs(const GridParams<T>& g, const CpmlAxis<T>& x, const Cpml
 template <typename T, int ORDER>
 int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
+/// Zeroes every stored value outside the grid's nodes (the halo rows and
+/// columns, and the rows' padding) of `copies` consecutive shot arrays of
+/// `value_bytes`-byte values (1, 2, 4 or 8) from `base`: what the steps read
+/// beyond the grid's edges and never write.
+template <typename T>
+void zero_halos(const GridParams<T>& g, void* base, int value_bytes, std::size_t copies, Stream stream);
+
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
 void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stream);
