@@ -45,6 +45,11 @@ bool poison_device_memory() {
 }
 
 /// An owning device array; `bytes` adds its size to the engine's total.
+/// Its constructors return with their device work done: cudaMemset and a
+/// cudaMemcpy from pageable host memory run on the legacy default stream,
+/// which the engine's non-blocking stream does not wait for, and may return
+/// before they have reached the device memory (the runtime API's
+/// "API synchronization behavior").
 template <typename T>
 class DeviceArray {
 public:
@@ -53,10 +58,15 @@ public:
         if (n == 0) return;
         GPRFWI_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
         bytes += n * sizeof(T);
-        if (poison_device_memory()) GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
+        if (poison_device_memory()) {
+            GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
+            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+        }
     }
     DeviceArray(const std::vector<T>& host, std::size_t& bytes) : DeviceArray(host.size(), bytes) {
-        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+        if (!n_) return;
+        GPRFWI_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     }
     DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
     DeviceArray& operator=(DeviceArray&& o) noexcept {
@@ -332,7 +342,10 @@ public:
         std::vector<double> flat;
         for (const auto& shot : r_internal)
             for (const auto& trace : shot) flat.insert(flat.end(), trace.begin(), trace.end());
-        GPRFWI_CUDA_CHECK(cudaMemcpy(traces_.get(), flat.data(), flat.size() * sizeof(double), cudaMemcpyHostToDevice));
+        // on the engine's stream, before the steps that read it (a cudaMemcpy would run on the legacy
+        // stream, which this one does not wait for, and may return before the copy has landed)
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(traces_.get(), flat.data(), flat.size() * sizeof(double),
+                                          cudaMemcpyHostToDevice, stream_));
         int adj_cur = 0;  // the adjoint buffer holding the current step
         // lambda_ey: the buffers' two arrays, and a third where the imaging
         // takes steps in pairs (paired_imaging): the lambda_ey of the step
