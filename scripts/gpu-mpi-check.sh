@@ -2,7 +2,9 @@
 # On a machine with GPUs: MPI runs on the CUDA backend, logs under $OUT (or
 # ./gpu-mpi-results). Shows each rank's GPU binding, checks that misfit and
 # gradient agree for np = 1..4 (and 6) on the GPU as tests/mpi_ranks.sh does
-# on the CPU, and times the example inversion campaign on 2 ranks.
+# on the CPU, runs the inversion regression's campaign on 2 ranks with the
+# device memory poisoned (NaN when allocated) against a clean run, and times
+# the example inversion campaign on 2 ranks.
 #   scripts/gpu-mpi-check.sh BIN_DIR          BIN_DIR holds gprfwi and h5compare
 set -uo pipefail
 bin=$1
@@ -18,6 +20,19 @@ work=$(mktemp -d)
 sed 's/backend: cpu/backend: cuda/' "$here/tests/data/small_crosshole.yaml" > "$work/small_crosshole_cuda.yaml"
 "$here/tests/mpi_ranks.sh" "$bin/gprfwi" "$bin/h5compare" "$work/small_crosshole_cuda.yaml" "$work/mpi" > "$out/mpi_ranks_cuda.log" 2>&1
 echo "mpi_ranks on cuda: exit $?"; grep -E "ok  |FAIL|passed|backend" "$out/mpi_ranks_cuda.log" | head -30
+# the inversion regression's campaign on the GPU, 2 ranks, with every device array filled with NaN when
+# allocated (GPRFWI_POISON_DEVICE_MEMORY) and without: the same history (all but the seconds column)
+mkdir -p "$work/poison" && cd "$work/poison"
+for f in inversion_truth.yaml inversion_campaign.yaml; do sed 's/backend: cpu/backend: cuda/' "$here/tests/data/$f" > "$f"; done
+"$bin/gprfwi" forward inversion_truth.yaml -o truth > "$out/poison.log" 2>&1
+mpirun -np 2 --oversubscribe "$bin/gprfwi" invert inversion_campaign.yaml -o clean >> "$out/poison.log" 2>&1
+GPRFWI_POISON_DEVICE_MEMORY=1 mpirun -np 2 --oversubscribe "$bin/gprfwi" invert inversion_campaign.yaml -o poisoned >> "$out/poison.log" 2>&1
+echo "poisoned inversion: exit $?"
+if cmp <(cut -d, -f1-7,9- clean/history.csv) <(cut -d, -f1-7,9- poisoned/history.csv); then
+  echo "poisoned and clean inversion histories identical ($(wc -l < clean/history.csv) rows)"
+else
+  echo "FAIL: poisoned and clean inversion histories differ"
+fi
 # the example campaign on 2 GPUs
 cd "$work" && cp -r "$here/configs" .
 mpirun -np 2 "$bin/gprfwi" forward configs/crosshole-true.yaml > "$out/example_forward.log" 2>&1
