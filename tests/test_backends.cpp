@@ -30,6 +30,13 @@ namespace {
             GTEST_SKIP() << "no CUDA GPU visible (no driver or device): GPU tests run on the GPU machine";   \
     } while (0)
 
+// Sets an environment variable for its lifetime (the engine reads some for measurements and checks).
+struct ScopedEnvironment {
+    const char* name;
+    ScopedEnvironment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
+    ~ScopedEnvironment() { unsetenv(name); }
+};
+
 // Infinite when a value of `a` is not finite (std::max would pass over a NaN).
 double max_relative(const std::vector<double>& a, const std::vector<double>& ref) {
     double num = 0, den = 0;
@@ -224,15 +231,10 @@ void expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Mod
 // a CPML memory) turns the traces or gradients into NaN. Without the option
 // such a node holds whatever the allocation's memory held before, zero in a
 // fresh process, and parity tests pass all the same. Every storage and
-// compression, the forward's step pairs, stencils 4 and 8.
+// compression, the forward's step pairs, stencils 4, 6 and 8.
 TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
     SKIP_WITHOUT_GPU();
-    struct Environment {  // sets a variable for the test's time
-        const char* name;
-        Environment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
-        ~Environment() { unsetenv(name); }
-    };
-    const Environment poison("GPRFWI_POISON_DEVICE_MEMORY", "1");
+    const ScopedEnvironment poison("GPRFWI_POISON_DEVICE_MEMORY", "1");
     struct Case {
         const char* name;
         Precision precision;
@@ -268,7 +270,7 @@ TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
                                std::string("poisoned memory, ") + c.name + ", stencil " + std::to_string(c.order));
     }
     // the forward's step pairs, on a grid large enough for a pair box
-    const Environment pairs("GPRFWI_PAIR_ROWS", "16");
+    const ScopedEnvironment pairs("GPRFWI_PAIR_ROWS", "16");
     const Grid big{420, 120, 0.02, 0.025};
     const Model plain = test::heterogeneous_model(big, 41);
     const double dt = 0.9 * test::cfl_limit(big, plain.min_eps_mu(), 4);
@@ -348,10 +350,6 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
 // at once) and bilinear ones, an odd step count, a magnetic model.
 TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
     SKIP_WITHOUT_GPU();
-    struct PairRows {  // sets GPRFWI_PAIR_ROWS for the test's time
-        explicit PairRows(const char* rows) { setenv("GPRFWI_PAIR_ROWS", rows, 1); }
-        ~PairRows() { unsetenv("GPRFWI_PAIR_ROWS"); }
-    };
     struct Case {
         Precision precision;
         int order;
@@ -395,7 +393,7 @@ TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
         gpu->forward(model, survey);
         EXPECT_EQ(gpu->last_timings().forward_paired_share, 0.0) << "a grid this small takes no pairs by itself";
         for (const char* rows : {"16", "37"}) {
-            const PairRows asked(rows);
+            const ScopedEnvironment asked("GPRFWI_PAIR_ROWS", rows);
             const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
             const double share = gpu->last_timings().forward_paired_share;
             std::printf("forward step pairs, %s, stencil %d, %s points%s, %s-row segments: traces %.2e, %.0f%% of "

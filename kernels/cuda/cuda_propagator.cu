@@ -37,8 +37,9 @@ namespace {
 namespace k = kernels;
 
 /// Whether GPRFWI_POISON_DEVICE_MEMORY=1 asks for every new device array
-/// filled with ones (NaN in every floating-point type), so that anything
-/// read before it is written shows in the results (the GPU tests use it).
+/// filled with bytes 0xFF (NaN in every floating-point type), so that
+/// anything read before it is written shows in the results (the GPU tests
+/// use it).
 bool poison_device_memory() {
     const char* v = std::getenv("GPRFWI_POISON_DEVICE_MEMORY");
     return v && std::string_view(v) == "1";

@@ -2057,6 +2057,7 @@ template <typename U>
 __global__ void zero_halo_kernel(U* base, std::size_t copies, std::size_t shot_stride, std::size_t origin, int stride,
                                  int nx, int nz) {
     const std::size_t gap = stride - nx, gaps = (nz - 1) * gap, halo = shot_stride - static_cast<std::size_t>(nz) * nx;
+    const std::size_t last_row = origin + (nz - 1) * static_cast<std::size_t>(stride);
     for (std::size_t c = blockIdx.y; c < copies; c += gridDim.y) {
         U* a = base + c * shot_stride;
         for (std::size_t h = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; h < halo;
@@ -2064,7 +2065,7 @@ __global__ void zero_halo_kernel(U* base, std::size_t copies, std::size_t shot_s
             std::size_t i = h;
             if (h >= origin) {
                 const std::size_t k = h - origin;
-                i = k < gaps ? origin + (k / gap) * stride + nx + k % gap : origin + (nz - 1) * static_cast<std::size_t>(stride) + nx + (k - gaps);
+                i = k < gaps ? origin + (k / gap) * stride + nx + k % gap : last_row + nx + (k - gaps);
             }
             a[i] = U(0);
         }
