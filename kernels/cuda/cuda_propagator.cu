@@ -303,7 +303,7 @@ public:
         for (int m = 0; m < nt; ++m) {
             if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
                 step_pair(m);
-                if (check_now(m) || check_now(m + 1)) check_finite(fields().ey, m + 1, "Ey");
+                if (check_now(m) || check_now(m + 1)) check_finite(fields(), m + 1, "Ey");
                 report_progress(opt_, "forward", m + 2, s_.time.nt_internal);
                 ++m;
                 continue;
@@ -313,12 +313,11 @@ public:
             Stored* keep = j ? level_for_writing(j) : nullptr;
             step(m, keep, j, true, /*ey_into_level=*/true);
             if (j) level_written(j);
-            if (check_now(m)) check_finite(fields().ey, m, "Ey", hi_cur_);
+            if (check_now(m)) check_finite(fields(), m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
         // the last step's receiver samples (each step takes the previous one's)
-        if (nt > 0)
-            k::cuda::sample_receivers<T>(g_, sparse_->view, fields().ey, traces_.get(), nt, nt - 1, stream_, hi_cur_);
+        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields(), traces_.get(), nt, nt - 1, stream_);
         hi_cur_ = nullptr;
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
@@ -408,7 +407,7 @@ public:
             injected = m - 1;  // the step added the next one's
             adj_cur = 1 - adj_cur;
             lam_cur = (lam_cur + 1) % n_lambda;
-            if (check_now(m)) check_finite(next_adj.ey, m, "the adjoint field lambda_ey");
+            if (check_now(m)) check_finite(next_adj, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
         if (s_.binomial_slots) {
@@ -938,12 +937,12 @@ private:
     /// the check after next (by then long done) or by settle_checks() at the
     /// end of the time loop. A blow-up is so reported at most two check
     /// intervals late, as of the step it was found at.
-    void check_finite(const T* field, int step, const char* what, const std::uint16_t* hi = nullptr) {
+    void check_finite(const k::TmFields<T>& f, int step, const char* what) {
         const int slot = check_slot_;
         check_slot_ = 1 - slot;
         settle_check(slot);  // its last use, two checks ago
         const int stamp = ++check_stamp_;  // (flags of earlier checks hold smaller stamps)
-        k::cuda::flag_non_finite<T>(g_, field, flags_device_ + slot * g_.n_shots, stamp, stream_, hi);
+        k::cuda::flag_non_finite<T>(g_, f, flags_device_ + slot * g_.n_shots, stamp, stream_);
         GPRFWI_CUDA_CHECK(cudaEventRecord(checked_[slot], stream_));
         checks_[slot] = {true, step, stamp, what};
     }

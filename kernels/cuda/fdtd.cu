@@ -2188,8 +2188,7 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
                              Interior{0, 0, 0, 0});
         }
         if (sources && !merged)
-            inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out.ey, keep, stream,
-                                      out.ey_hi);
+            inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out, keep, stream);
     };
     if constexpr (kCanSplit) {
         if (split) {
@@ -2268,24 +2267,18 @@ bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const 
 }
 
 template <typename T, typename Stored>
-void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets, int nt, int m, T* ey,
-                    Stored* keep, Stream stream, std::uint16_t* ey_hi) {
+void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets, int nt, int m,
+                    const TmFields<T>& f, Stored* keep, Stream stream) {
     if (op.n_source_points == 0) return;
-    TmFields<T> f{};
-    f.ey = ey;
-    f.ey_hi = ey_hi;
     inject_sources_kernel<T, Stored><<<blocks_for(op.n_source_points, 128), 128, 0, stream>>>(g, op, wavelets, nt, m,
                                                                                              f, keep);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
-void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces, int nt, int m,
-                      Stream stream, const std::uint16_t* ey_hi) {
+void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const TmFields<T>& f, double* traces, int nt,
+                      int m, Stream stream) {
     if (op.n_rows == 0) return;
-    TmFields<T> f{};
-    f.ey = const_cast<T*>(ey);
-    f.ey_hi = const_cast<std::uint16_t*>(ey_hi);
     sample_receivers_kernel<T><<<blocks_for(static_cast<std::size_t>(op.n_rows) * 32, 128), 128, 0, stream>>>(g, op, f, traces, nt, m);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
 }
@@ -2409,13 +2402,13 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 }
 
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream,
-                     const std::uint16_t* hi) {
+void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, Stream stream) {
     constexpr int N = kLanes<T>;
     if (g.shot_stride % N != 0) throw std::logic_error("flag_non_finite: a shot's fields are not whole packs");
     const std::size_t shot_packs = g.shot_stride / N, packs = shot_packs * g.n_shots;
     launch_dependent(flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
-                     packs, shot_packs, field, hi, flags, stamp);
+                     packs, shot_packs, static_cast<const T*>(f.ey), static_cast<const std::uint16_t*>(f.ey_hi),
+                     flags, stamp);
 }
 
 #define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
@@ -2447,19 +2440,19 @@ void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int sta
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \
     GPRFWI_INSTANTIATE_ORDER(T, 2) GPRFWI_INSTANTIATE_ORDER(T, 4) GPRFWI_INSTANTIATE_ORDER(T, 6)                   \
     GPRFWI_INSTANTIATE_ORDER(T, 8)                                                                                  \
-    template void inject_sources<T, T>(const GridParams<T>&, const SparseOperators&, const double*, int, int, T*,   \
-                                       T*, Stream, std::uint16_t*);                                                 \
+    template void inject_sources<T, T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,       \
+                                       const TmFields<T>&, T*, Stream);                                             \
     template void inject_sources<T, Bf16>(const GridParams<T>&, const SparseOperators&, const double*, int, int,    \
-                                          T*, Bf16*, Stream, std::uint16_t*);                                       \
-    template void sample_receivers<T>(const GridParams<T>&, const SparseOperators&, const T*, double*, int, int,    \
-                                      Stream, const std::uint16_t*);                                                \
+                                          const TmFields<T>&, Bf16*, Stream);                                       \
+    template void sample_receivers<T>(const GridParams<T>&, const SparseOperators&, const TmFields<T>&, double*,    \
+                                      int, int, Stream);                                                            \
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
                                             T*, Stream);                                                            \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const T*, int*, int, Stream, const std::uint16_t*);
+    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)
 

@@ -242,16 +242,16 @@ double step_pair_share(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 template <typename T, int ORDER>
 bool step_interior_contains(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, std::size_t index);
 
-/// Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too
-/// (with `ey_hi`, Ey is two planes, TmFields::ey_hi, the upper one the level: `keep` unused).
+/// f's Ey += source weights * wavelet[m] (wavelets [shot][nt_internal]); updates `keep` too
+/// (with f.ey_hi, Ey is two planes, the upper one the level: `keep` unused).
 template <typename T, typename Stored>
 void inject_sources(const GridParams<T>& g, const SparseOperators& op, const double* wavelets,
-                    int nt_internal, int m, T* ey, Stored* keep, Stream stream, std::uint16_t* ey_hi = nullptr);
+                    int nt_internal, int m, const TmFields<T>& f, Stored* keep, Stream stream);
 
-/// traces[row][m] = receiver weights . Ey (traces [row][nt_internal]; Ey two planes with `ey_hi`).
+/// traces[row][m] = receiver weights . f's Ey (traces [row][nt_internal]; two planes with f.ey_hi).
 template <typename T>
-void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T* ey, double* traces,
-                      int nt_internal, int m, Stream stream, const std::uint16_t* ey_hi = nullptr);
+void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const TmFields<T>& f, double* traces,
+                      int nt_internal, int m, Stream stream);
 
 /// lambda_ey += receiver weights * adjoint_source[row][m], per node in CPU order.
 template <typename T>
@@ -339,12 +339,11 @@ template <typename T>
 void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales,
                     unsigned long long* max_scratch, Stream stream);
 
-/// Sets flags[shot] to `stamp` where any value of the shot's field is NaN or
-/// Inf (flags may be mapped host memory; the others are left as they are);
-/// with `hi`, the field is two planes (TmFields::ey_hi) and only the upper is read.
+/// Sets flags[shot] to `stamp` where any value of the shot's Ey in `f` is
+/// NaN or Inf (flags may be mapped host memory; the others are left as they
+/// are); with f.ey_hi, Ey is two planes and only the upper one is read.
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const T* field, int* flags, int stamp, Stream stream,
-                     const std::uint16_t* hi = nullptr);
+void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, Stream stream);
 
 }  // namespace cuda
 }  // namespace gprfwi::kernels
