@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: run the GPU tests and the benchmark cases of
 # docs/performance.md, writing logs under $OUT (or ./gpu-results). With
-# --profile, also an Nsight Compute profile of one step's kernels.
+# --profile, also an Nsight Compute profile of one step's kernels, and of the memory
+# system under the bf16 gradient's step kernels (stalls, DRAM, L2 and its fabric).
 #   scripts/gpu-check.sh [--profile] [BIN_DIR]   BIN_DIR holds gprfwi and test_backends
 set -uo pipefail
 profile=0
@@ -37,4 +38,17 @@ if [ $profile = 1 ]; then
     "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 30 --repeats 1 --mode gradient \
     > "$out/ncu.txt" 2>&1
   grep -E "^  [a-z_ ]*void|Duration|DRAM Throughput|L2 Hit Rate|Stall|Issued Warp|No Eligible" "$out/ncu.txt" | head -80
+  # the memory system under the bf16 gradient's two step kernels, averaged per
+  # kernel (docs/performance.md, fourteenth session): stalls, DRAM, the L2 and
+  # the fabric between the L2's two partitions, what L1 passes on to L2
+  metrics="gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
+  metrics="$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct,l1tex__m_xbar2l1tex_read_bytes.sum"
+  metrics="$metrics,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+  metrics="$metrics,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed"
+  "$ncu" --clock-control none --csv --print-summary per-kernel --metrics "$metrics" -k regex:"step_kernel" \
+    --launch-skip 44 --launch-count 12 "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 50 \
+    --repeats 1 --mode gradient --compression bf16 > "$out/ncu-memory.csv" 2> "$out/ncu-memory.log"
+  awk -F'","' '$4 ~ /step_kernel/ && $11 ~ /time_dur|ltcfabric|dram__bytes|scoreboard|hit_rate|_active.avg|xbar2l1tex/ {
+      k = $4; sub(/\(.*/, "", k); sub(/.*::/, "", k); v = $15; sub(/"$/, "", v)
+      printf "%-36s %-72s %s %s\n", k, $11, v, $12 }' "$out/ncu-memory.csv"
 fi
