@@ -163,7 +163,7 @@ void run_bench(const BenchArgs& a) {
     if (gradient)
         fmt::print("  kept forward levels in {}{}\n", prop->last_timings().level_storage,
                    paired ? "; imaging condition in pairs of adjoint steps" : "");
-    else if (paired_share > 0)
+    if (paired_share > 0)
         fmt::print("  two steps a pass over the fields at {:.0f}% of the nodes (step pairs)\n", 100 * paired_share);
     fmt::print("  memory estimate {:.3g} GiB (fields {:.3g}, snapshots {:.3g}); peak on the device {:.3g} GiB\n",
                mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -403,6 +404,67 @@ TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
             EXPECT_GT(share, 0.1);
             EXPECT_LT(e, c.precision == Precision::single ? 1e-5 : 1e-12);
         }
+    }
+}
+
+// A gradient whose forward keeps every uncompressed level on the device
+// writes Ey into the levels themselves, so its steps may go in pairs too
+// (the pairs write Ey^{m+1} and Ey^{m+2} into levels m + 1 and m + 2, or the
+// middle buffer where a level is not kept); GPRFWI_PAIR_ROWS asks for them
+// on a small grid. Levels every step (once on poisoned memory), every 2nd
+// and 3rd, an odd step count; bf16 levels keep one step a pass.
+TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    const ScopedEnvironment asked("GPRFWI_PAIR_ROWS", "16");
+    struct Case {
+        Precision precision;
+        int order, interval;
+        SnapshotCompression compression;
+        bool poisoned = false;
+    };
+    const Case cases[] = {{Precision::single, 4, 1, kNone},
+                          {Precision::single, 4, 1, kNone, true},
+                          {Precision::single, 2, 2, kNone},
+                          {Precision::double_precision, 4, 3, kNone},
+                          {Precision::single, 4, 1, kBf16}};
+    const Grid g{420, 120, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
+    auto at = [&](double col, double row) { return Position{col * g.dx, row * g.dz}; };
+    const Position sources[] = {at(200.3, 60.6), at(118.5, 40.2), at(300.0, 100.0)};  // in the step's interior
+    for (const Case& c : cases) {
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
+        Survey survey = test::random_survey(g, 3, 1, 5, 161, 3e8, dt, 13);
+        for (std::size_t s = 0; s < survey.shots.size(); ++s) survey.shots[s].sources.front().position = sources[s];
+        PropagatorOptions opt = test::double_options(c.order, 0);
+        opt.cpml.widths = {9, 12, 10, 11};
+        opt.precision = c.precision;
+        opt.snapshots.compression = c.compression;
+        opt.snapshots.interval = c.interval;
+        CpuPropagator cpu(opt);
+        const Traces observed = cpu.forward(truth, survey);
+        const GradientResult gc = cpu.gradient(model, survey, observed);
+        opt.backend = BackendKind::cuda;
+        std::optional<ScopedEnvironment> poison;
+        if (c.poisoned) poison.emplace("GPRFWI_POISON_DEVICE_MEMORY", "1");
+        auto gpu = make_propagator(opt);
+        const GradientResult gg = gpu->gradient(model, survey, observed);
+        const double share = gpu->last_timings().forward_paired_share;
+        const double e = max_relative(flatten(gg.synthetic), flatten(gc.synthetic));
+        const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
+        const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
+        const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
+        std::printf("gradient step pairs, %s, stencil %d, levels every %d step(s)%s%s: traces %.2e grad_eps_r %.2e "
+                    "grad_sigma %.2e grad_wavelet %.2e, %.0f%% of the nodes two steps a pass\n",
+                    c.precision == Precision::single ? "single" : "double", c.order, c.interval,
+                    c.compression == kBf16 ? ", bf16" : "", c.poisoned ? ", poisoned memory" : "", e, e_eps, e_sig,
+                    e_wav, 100 * share);
+        if (c.compression == kNone) EXPECT_GT(share, 0.1);
+        else EXPECT_EQ(share, 0.0) << "compressed levels are not the forward's Ey";
+        const double tolerance = c.precision == Precision::single ? 1e-5 : 1e-12;
+        EXPECT_LT(e, tolerance);
+        EXPECT_LT(e_eps, tolerance);
+        EXPECT_LT(e_sig, tolerance);
+        EXPECT_LT(e_wav, tolerance);
     }
 }
 

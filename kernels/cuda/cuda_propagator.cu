@@ -294,7 +294,7 @@ public:
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         zero_fields();
         checks_ = {};  // (those of a run that threw)
-        pairs_ = !keep_levels && mid_ && nt >= 2;
+        pairs_ = mid_ && nt >= 2 && (!keep_levels || levels_are_ey(!host_levels_));
         // bf16 levels in single precision, all kept: Ey as two planes, the upper one the level (split_planes)
         if (keep_levels && split_planes()) {
             hi_planes_.zero(stream_);  // (the first is step 0's Ey, zero)
@@ -302,7 +302,8 @@ public:
         }
         for (int m = 0; m < nt; ++m) {
             if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
-                step_pair(m);
+                step_pair(m, keep_levels ? level_as_ey(kept_index(m + 1)) : nullptr,
+                          keep_levels ? level_as_ey(kept_index(m + 2)) : nullptr);
                 if (check_now(m) || check_now(m + 1)) check_finite(fields(), m + 1, "Ey");
                 report_progress(opt_, "forward", m + 2, s_.time.nt_internal);
                 ++m;
@@ -598,19 +599,22 @@ private:
         }
     }
 
-    /// Forward steps m and m + 1 at once (k::cuda::step_pair), without kept
-    /// levels: from the current buffer through the middle one into the other.
-    void step_pair(int m) {
+    /// Forward steps m and m + 1 at once (k::cuda::step_pair): from the
+    /// current buffer through the middle one into the other; Ey^{m+1} and
+    /// Ey^{m+2} into kept levels `ey1` and `ey2` instead where non-null
+    /// (levels_are_ey; the pairs write each Ey at every node, as the steps do).
+    void step_pair(int m, T* ey1 = nullptr, T* ey2 = nullptr) {
         const int nt = s_.time.nt_internal;
         const k::TmFields<T> in = fields();
-        const k::TmFields<T> out = buffer(1 - current_);
+        k::TmFields<T> out = buffer(1 - current_);
         k::TmFields<T> mid = out;
-        mid.ey = mid_->ey.get();
+        mid.ey = ey1 ? ey1 : mid_->ey.get();
         mid.hx = mid_->hx.get();
         mid.hz = mid_->hz.get();
         mid.psi_ey_z = mid_->psi_ey_z.get();
+        if (ey2) out.ey = ey2;
         current_ = 1 - current_;
-        level_ey_ = nullptr;
+        level_ey_ = ey2;
         const k::cuda::StepSources first{sparse_->view, sparse_->wavelets.get(), nt, m, true};
         const k::cuda::StepSources second{sparse_->view, sparse_->wavelets.get(), nt, m + 1, true};
         const k::cuda::StepSamples of_in{sparse_->view, traces_.get(), nt, m - 1};  // Ey^m
@@ -640,6 +644,17 @@ private:
             GPRFWI_CUDA_CHECK(cudaMemcpyAsync(dst[i], src[i], bytes, cudaMemcpyDeviceToDevice, stream_));
     }
 
+    /// Whether the forward writes Ey into the kept levels themselves:
+    /// uncompressed levels, all of them on the device (no checkpoints, whose
+    /// segments are recomputed one step a pass); then its steps may go in pairs.
+    bool levels_are_ey(bool levels_on_device) const {
+        return std::is_same_v<Stored, T> && levels_on_device && !s_.checkpoint_steps && !s_.binomial_slots;
+    }
+    /// Kept level j's slot as the forward's Ey (levels_are_ey); nullptr for j = 0, not kept.
+    T* level_as_ey(int j) {
+        if constexpr (std::is_same_v<Stored, T>) return j ? level_for_writing(j) : nullptr;
+        else return nullptr;
+    }
     /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
     int kept_index(int L) const {
         const int k = s_.snapshot_interval;
@@ -782,7 +797,8 @@ private:
         }
         std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
                         (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
-        if (!gradient) return b + 4 * n * sizeof(T);  // at most the step pairs' middle buffer
+        if (!gradient || levels_are_ey(levels_on_device)) b += 4 * n * sizeof(T);  // at most the step pairs' middle buffer
+        if (!gradient) return b;
         b += 12 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5)
         if (paired_imaging(levels_on_device)) b += n * sizeof(T);  // a third lambda_ey
         if (adjoint_scratch()) b += 4 * n * sizeof(T) + n / (16 / sizeof(T)) * sizeof(int);  // q, p, at most frame_first_node
@@ -840,8 +856,10 @@ private:
                 for (const PointWeight& p : op.source)
                     sources_interior_ = sources_interior_ &&
                                         k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
-            // a forward-only engine takes its steps in pairs where it can: a middle buffer for the first's fields
-            if (!gradient && sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
+            // the forward takes its steps in pairs where it can (without kept levels, or with levels that
+            // are its Ey): a middle buffer for the first's fields
+            if ((!gradient || levels_are_ey(!host_levels_)) && sources_interior_ &&
+                k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
                 mid_.emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
             traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
             GPRFWI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_host_), 2 * g_.n_shots * sizeof(int),
@@ -982,7 +1000,7 @@ private:
     std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     std::optional<DeviceSparse> sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
-    std::optional<DeviceFields<T>> mid_;  // the first step's fields of forward step pairs (forward-only engines)
+    std::optional<DeviceFields<T>> mid_;  // the first step's fields of forward step pairs
     bool pairs_ = false;                  // the last forward() took its steps in pairs
     DeviceArray<int> frame_first_node_;  // per shot and pack of the adjoint's frame (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;

@@ -143,11 +143,14 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     // A GPU needs the scratch and the map only where its CPML's x strips
     // are too wide for the adjoint's tiles (kernels::cuda::
     // adjoint_uses_scratch), counted here all the same: an upper bound.
-    // A GPU's forward-only run also has, where it takes its steps in pairs
-    // (kernels::cuda::step_pair_applies), a middle buffer of 4 arrays: counted
-    // for every forward-only GPU run, an upper bound.
+    // A GPU's forward also has, where it takes its steps in pairs
+    // (kernels::cuda::step_pair_applies; in a gradient only with every
+    // uncompressed level kept), a middle buffer of 4 arrays: counted for
+    // every such GPU run, an upper bound.
     const bool cpu = options.backend == BackendKind::cpu;
-    e.fields_bytes = 3 * g.storage_size() * word + (cpu ? 7 : gradient ? 11 : 15) * level * word;
+    const bool pairs = !cpu && (!gradient || (options.snapshots.compression == SnapshotCompression::none &&
+                                              !options.snapshots.checkpoint_steps && !options.snapshots.binomial_slots));
+    e.fields_bytes = 3 * g.storage_size() * word + ((cpu ? 7 : 11) + (pairs ? 4 : 0)) * level * word;
     if (gradient) {
         e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
         if (!cpu) e.fields_bytes += level * word / 16 * sizeof(int);
