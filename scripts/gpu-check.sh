@@ -48,7 +48,7 @@ if [ $profile = 1 ]; then
   "$ncu" --clock-control none --csv --print-summary per-kernel --metrics "$metrics" -k regex:"step_kernel" \
     --launch-skip 44 --launch-count 12 "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 50 \
     --repeats 1 --mode gradient --compression bf16 > "$out/ncu-memory.csv" 2> "$out/ncu-memory.log"
-  awk -F'","' '$4 ~ /step_kernel/ && $11 ~ /time_dur|ltcfabric|dram__bytes|scoreboard|hit_rate|_active.avg|xbar2l1tex/ {
+  awk -F'","' '$4 ~ /step_kernel/ && $11 ~ /time_dur|ltcfabric|dram__bytes|scoreboard|hit_rate|warps_active|issue_active|xbar2l1tex/ {
       k = $4; sub(/\(.*/, "", k); sub(/.*::/, "", k); v = $15; sub(/"$/, "", v)
       printf "%-36s %-72s %s %s\n", k, $11, v, $12 }' "$out/ncu-memory.csv"
 fi

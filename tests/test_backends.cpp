@@ -202,11 +202,13 @@ INSTANTIATE_TEST_SUITE_P(
                                  SnapshotStorage::device, 0, 5}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
-// The largest relative differences between the GPU's traces and gradients
-// (observed: the CPU's traces of `truth`) and the CPU's, for `opt` on both;
-// printed after `what`, and expected within the precision's tolerance.
-void expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Model& truth, const Survey& survey,
-                            const std::string& what) {
+// The largest relative differences between the GPU's traces (of a forward
+// run and of the gradient's forward) and gradients (observed: the CPU's
+// traces of `truth`) and the CPU's, for `opt` on both; printed after `what`,
+// and expected within the precision's tolerance. Returns the GPU gradient's
+// timings.
+RunTimings expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Model& truth, const Survey& survey,
+                                  const std::string& what) {
     CpuPropagator cpu_propagator(opt);
     const Traces cpu = cpu_propagator.forward(model, survey);
     const Traces observed = cpu_propagator.forward(truth, survey);
@@ -215,16 +217,19 @@ void expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, const Mod
     auto gpu = make_propagator(opt);
     const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
     const GradientResult gg = gpu->gradient(model, survey, observed);
+    const double e_syn = max_relative(flatten(gg.synthetic), flatten(gc.synthetic));
     const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
     const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
     const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-    std::printf("%s, %s: traces %.2e grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e\n", what.c_str(),
-                opt.precision == Precision::single ? "single" : "double", e, e_eps, e_sig, e_wav);
+    std::printf("%s, %s: traces %.2e (the gradient's %.2e) grad_eps_r %.2e grad_sigma %.2e grad_wavelet %.2e\n",
+                what.c_str(), opt.precision == Precision::single ? "single" : "double", e, e_syn, e_eps, e_sig, e_wav);
     const double tolerance = opt.precision == Precision::single ? 1e-5 : 1e-12;
     EXPECT_LT(e, tolerance) << what;
+    EXPECT_LT(e_syn, tolerance) << what;
     EXPECT_LT(e_eps, tolerance) << what;
     EXPECT_LT(e_sig, tolerance) << what;
     EXPECT_LT(e_wav, tolerance) << what;
+    return gpu->last_timings();
 }
 
 // Device memory filled with NaN when allocated (GPRFWI_POISON_DEVICE_MEMORY):
@@ -440,31 +445,15 @@ TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
         opt.precision = c.precision;
         opt.snapshots.compression = c.compression;
         opt.snapshots.interval = c.interval;
-        CpuPropagator cpu(opt);
-        const Traces observed = cpu.forward(truth, survey);
-        const GradientResult gc = cpu.gradient(model, survey, observed);
-        opt.backend = BackendKind::cuda;
         std::optional<ScopedEnvironment> poison;
         if (c.poisoned) poison.emplace("GPRFWI_POISON_DEVICE_MEMORY", "1");
-        auto gpu = make_propagator(opt);
-        const GradientResult gg = gpu->gradient(model, survey, observed);
-        const double share = gpu->last_timings().forward_paired_share;
-        const double e = max_relative(flatten(gg.synthetic), flatten(gc.synthetic));
-        const double e_eps = max_relative(gg.grad_eps_r.values(), gc.grad_eps_r.values());
-        const double e_sig = max_relative(gg.grad_sigma.values(), gc.grad_sigma.values());
-        const double e_wav = max_relative(flatten(gg.grad_wavelet), flatten(gc.grad_wavelet));
-        std::printf("gradient step pairs, %s, stencil %d, levels every %d step(s)%s%s: traces %.2e grad_eps_r %.2e "
-                    "grad_sigma %.2e grad_wavelet %.2e, %.0f%% of the nodes two steps a pass\n",
-                    c.precision == Precision::single ? "single" : "double", c.order, c.interval,
-                    c.compression == kBf16 ? ", bf16" : "", c.poisoned ? ", poisoned memory" : "", e, e_eps, e_sig,
-                    e_wav, 100 * share);
-        if (c.compression == kNone) EXPECT_GT(share, 0.1);
-        else EXPECT_EQ(share, 0.0) << "compressed levels are not the forward's Ey";
-        const double tolerance = c.precision == Precision::single ? 1e-5 : 1e-12;
-        EXPECT_LT(e, tolerance);
-        EXPECT_LT(e_eps, tolerance);
-        EXPECT_LT(e_sig, tolerance);
-        EXPECT_LT(e_wav, tolerance);
+        const std::string what = "gradient step pairs, stencil " + std::to_string(c.order) + ", levels every " +
+                                 std::to_string(c.interval) + " step(s)" + (c.compression == kBf16 ? ", bf16" : "") +
+                                 (c.poisoned ? ", poisoned memory" : "");
+        const double share = expect_gpu_matches_cpu(opt, model, truth, survey, what).forward_paired_share;
+        std::printf("%s: %.0f%% of the nodes two steps a pass in the gradient's forward\n", what.c_str(), 100 * share);
+        if (c.compression == kNone) EXPECT_GT(share, 0.1) << what;
+        else EXPECT_EQ(share, 0.0) << what << ": compressed levels are not the forward's Ey";
     }
 }
 
