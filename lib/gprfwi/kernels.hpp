@@ -214,10 +214,12 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
           const StepSamples* samples, Stream stream);
 
-/// Two steps (n -> n + 2) of step<T, ORDER, T> without kept levels, from
+/// Two steps (n -> n + 2) of step<T, ORDER, T> (no level stored besides), from
 /// `in` through `mid` (the first step's fields, another buffer like `out`:
 /// its own Ey, Hx, Hz and psi_ey_z, the other memories shared) into `out`;
-/// deep in the interior the two steps are one pass over the fields. The
+/// deep in the interior the two steps are one pass over the fields. Ey of
+/// both steps is written at every node, so `mid.ey` and `out.ey` may be kept
+/// levels (a gradient's forward whose levels are its Ey). The
 /// sources (`first` of step n, `second` of n + 1) must lie in the interior
 /// (StepSources::interior). Samples `in.ey` when `samples_in` is non-null and
 /// `mid.ey` always.
