@@ -300,17 +300,21 @@ public:
             hi_planes_.zero(stream_);  // (the first is step 0's Ey, zero)
             hi_cur_ = hi_planes_.get();
         }
+        // the kept level that holds Ey^L (0: none; checkpointed modes keep theirs in the adjoint)
+        auto level_of = [&](int L) { return keep_levels && !c && !s_.binomial_slots ? kept_index(L) : 0; };
         for (int m = 0; m < nt; ++m) {
             if (pairs_ && m + 1 < nt) {  // two steps at once (the last step of an odd count alone, below)
-                step_pair(m, keep_levels ? level_as_ey(kept_index(m + 1)) : nullptr,
-                          keep_levels ? level_as_ey(kept_index(m + 2)) : nullptr);
+                const int j1 = level_of(m + 1), j2 = level_of(m + 2);
+                step_pair(m, j1 ? level_for_writing(j1) : nullptr, j2 ? level_for_writing(j2) : nullptr);
+                if (j1) level_written(j1);
+                if (j2) level_written(j2);
                 if (check_now(m) || check_now(m + 1)) check_finite(fields(), m + 1, "Ey");
                 report_progress(opt_, "forward", m + 2, s_.time.nt_internal);
                 ++m;
                 continue;
             }
             if (keep_levels && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
-            const int j = keep_levels && !c && !s_.binomial_slots ? kept_index(m + 1) : 0;  // kept level, 0: none
+            const int j = level_of(m + 1);
             Stored* keep = j ? level_for_writing(j) : nullptr;
             step(m, keep, j, true, /*ey_into_level=*/true);
             if (j) level_written(j);
@@ -601,20 +605,24 @@ private:
 
     /// Forward steps m and m + 1 at once (k::cuda::step_pair): from the
     /// current buffer through the middle one into the other; Ey^{m+1} and
-    /// Ey^{m+2} into kept levels `ey1` and `ey2` instead where non-null
-    /// (levels_are_ey; the pairs write each Ey at every node, as the steps do).
-    void step_pair(int m, T* ey1 = nullptr, T* ey2 = nullptr) {
+    /// Ey^{m+2} into kept levels `keep1` and `keep2` instead where non-null
+    /// (only where levels_are_ey: the pairs write each Ey at every node, as
+    /// step() does into its level with `ey_into_level`).
+    void step_pair(int m, Stored* keep1, Stored* keep2) {
         const int nt = s_.time.nt_internal;
         const k::TmFields<T> in = fields();
         k::TmFields<T> out = buffer(1 - current_);
         k::TmFields<T> mid = out;
-        mid.ey = ey1 ? ey1 : mid_->ey.get();
+        mid.ey = mid_->ey.get();
         mid.hx = mid_->hx.get();
         mid.hz = mid_->hz.get();
         mid.psi_ey_z = mid_->psi_ey_z.get();
-        if (ey2) out.ey = ey2;
         current_ = 1 - current_;
-        level_ey_ = ey2;
+        level_ey_ = nullptr;
+        if constexpr (std::is_same_v<Stored, T>) {
+            if (keep1) mid.ey = keep1;
+            if (keep2) out.ey = level_ey_ = keep2;
+        }
         const k::cuda::StepSources first{sparse_->view, sparse_->wavelets.get(), nt, m, true};
         const k::cuda::StepSources second{sparse_->view, sparse_->wavelets.get(), nt, m + 1, true};
         const k::cuda::StepSamples of_in{sparse_->view, traces_.get(), nt, m - 1};  // Ey^m
@@ -649,11 +657,6 @@ private:
     /// segments are recomputed one step a pass); then its steps may go in pairs.
     bool levels_are_ey(bool levels_on_device) const {
         return std::is_same_v<Stored, T> && levels_on_device && !s_.checkpoint_steps && !s_.binomial_slots;
-    }
-    /// Kept level j's slot as the forward's Ey (levels_are_ey); nullptr for j = 0, not kept.
-    T* level_as_ey(int j) {
-        if constexpr (std::is_same_v<Stored, T>) return j ? level_for_writing(j) : nullptr;
-        else return nullptr;
     }
     /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
     int kept_index(int L) const {
