@@ -207,6 +207,9 @@ __device__ __forceinline__ void with_ey(const TmFields<T>& f, Fn fn) {
 // Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
 // waves: -10% at 1000^2 x 8 shots; 12, 20 and 24 rows: -1.5%, -5%, -10%
 // forward, gradient +0.7%, -3%, -6%); blocks an SM: step_blocks_per_sm.
+// Without step pairs the forward's segments take 12 to 16 rows, whichever
+// fills the last wave of blocks most (forward_rows; at 1000^2 x 8, 14 rows:
+// forward +1.3%).
 // Odd segments march up (MarchingWarp::up, march_segment), a mirror image
 // of the march down: the rows around a segment boundary, which the warps on
 // both sides read (2R - 1 beyond each end of a segment), are then read by
@@ -219,10 +222,11 @@ constexpr int kStepWarps = 4, kStepRows = 16;
 // measured slower; a whole strip as one segment made its warps, marching 25
 // rows, the step's critical path).
 constexpr int kStripRows = 4;
-// The adjoint's marching segments: 12 rows (with odd segments marching up;
-// 8 and 16 rows: gradient -0.9% / -1.0% with bf16 levels, -0.8% / -0.8% in
-// float). Before the segments marched up too, 12 and 16 ran alike.
-constexpr int kAdjointRows = 12;
+// The adjoint's marching segments: 14 rows (with odd segments marching up;
+// at 1000^2 x 8 shots, bf16 levels, against 14: 8, 10, 11, 12, 13, 16 rows
+// -1.6%, -0.9%, -0.9%, -0.6%, -0.2%, -0.8%, fifteenth session). Before the
+// segments marched up too, 12 and 16 ran alike.
+constexpr int kAdjointRows = 14;
 // Blocks an SM of the forward and adjoint step kernels (their registers:
 // 80, 96, 128 a thread for 6, 5, 4). Measured at 1000^2 x 8 shots against
 // one block fewer (docs/performance.md): single precision keeps the most
@@ -981,6 +985,7 @@ struct StepLaunch {
     Interior frame;       // the box outside which the frame lies
     MarchingItems items;  // the interior's (its bands also the z strips')
     int strip_blocks, interior_blocks, frame_packs, frame_blocks;
+    int rows = kStepRows;  // of the interior's segments
 };
 
 /// The z strips' blocks per shot: a warp for each band and segment of
@@ -1005,7 +1010,7 @@ __device__ __forceinline__ void step_block(const GridParams<T>& g, const Materia
     const int b = block - l.strip_blocks;
     if (b < l.interior_blocks) {
         const MarchingWarp<T, ORDER> w = HOLE ? MarchingWarp<T, ORDER>(g, box, l.items, b, blockIdx.y)
-                                              : MarchingWarp<T, ORDER>(g, box, l.items.bands, b, blockIdx.y);
+                                              : MarchingWarp<T, ORDER>(g, box, l.items.bands, b, blockIdx.y, l.rows);
         marching_step_warp<T, ORDER, Stored, false, SPLIT>(g, m, z, in, out, keep, w);
         return;
     }
@@ -1152,6 +1157,32 @@ __global__ void __launch_bounds__(kStepWarps * 32)
                       PairLaunch p, TmFields<T> in, TmFields<T> mid, TmFields<T> out, StepSources src,
                       StepSamples samples);
 
+/// The blocks of `Kernel` (kStepWarps warps, no dynamic shared memory) that
+/// the current GPU holds at once, worked out once per device (a process may
+/// drive several).
+template <auto Kernel>
+int resident_blocks() {
+    static std::array<std::atomic<int>, 64> resident_on{};
+    int device = 0;
+    GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
+    int resident = device < 64 ? resident_on[device].load(std::memory_order_relaxed) : 0;
+    if (resident == 0) {
+        int sms = 0, blocks = 0;
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        GPRFWI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, kStepWarps * 32, 0));
+        resident = std::max(1, sms * blocks);
+        if (device < 64) resident_on[device].store(resident, std::memory_order_relaxed);
+    }
+    return resident;
+}
+
+/// Rows of the marching segments from the environment, for measurements
+/// (docs/gpu.md): `name` set to N > 0, N rows; else 0.
+inline int rows_from_environment(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::max(0, std::atoi(v)) : 0;
+}
+
 /// The pair warps' launch. A pair warp's segment takes long (two steps of
 /// `rows` + 6R - 3 rows), so the segments are cut to fill the GPU's resident
 /// warps in whole waves (with `rows` < 0; else `rows` rows).
@@ -1163,19 +1194,7 @@ PairLaunch pair_launch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     p.bands = (p.box.xb - p.box.xa + P::U * P::N - 1) / (P::U * P::N);
     const int height = p.box.zb - p.box.za;
     if (rows <= 0) {
-        // the pair warps the current GPU holds at once, worked out once per device (a process may drive several)
-        static std::array<std::atomic<int>, 64> resident_on{};
-        int device = 0;
-        GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
-        int resident = device < 64 ? resident_on[device].load(std::memory_order_relaxed) : 0;
-        if (resident == 0) {
-            int sms = 0, blocks = 0;
-            GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-            GPRFWI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, pair_first_kernel<T, ORDER>,
-                                                                            kStepWarps * 32, 0));
-            resident = std::max(1, sms * blocks * kStepWarps);
-            if (device < 64) resident_on[device].store(resident, std::memory_order_relaxed);
-        }
+        const int resident = resident_blocks<pair_first_kernel<T, ORDER>>() * kStepWarps;  // pair warps at once
         const long long per_segment_row = static_cast<long long>(p.bands) * g.n_shots;  // warps a row of segments
         const int at64 = static_cast<int>(per_segment_row * ((height + 63) / 64));
         const int waves = (at64 + resident - 1) / resident;
@@ -1965,9 +1984,43 @@ struct AdjointLaunch {
     StripTiles tiles;            // the x strips', when tiles do them (then the frame passes have no packs)
     int bands, strip_blocks, interior_blocks, packs1, packs2, packs3;  // per shot
     int step_blocks, image_blocks;  // the first launch's blocks: the step's (all shots), the imaging's
+    int rows;                       // of the interior's segments (kAdjointRows)
     int gradient_blocks;            // ... and before them, the source gradient's
     int inject_blocks;              // the frame's last launch's after its own: the next step's adjoint source
 };
+
+/// The shot and the block s of that shot's (tiles, z strips, interior,
+/// frame pass 1: AdjointLaunch) that step block o of the first launch does.
+/// The shots take turns, block j of every shot before block j + 1 of any,
+/// and a shot's blocks come in the order of their rows: its tiles spread
+/// evenly among the rest, which are the z strips' above the interior, the
+/// interior's, the z strips' below and the frame's. The imaging's blocks,
+/// spread evenly over the launch and in the order of their rows too, so
+/// read the lambda_ey of all shots while the shots' warps read it, more
+/// often from L2: at 1000^2 x 8 shots, bf16 levels, DRAM reads -6%, the L2
+/// partitions' fabric 86% -> 79% busy, gradient +0.2-0.4% (against each
+/// shot's blocks in turn, tiles first).
+__device__ __forceinline__ void adjoint_block(const AdjointLaunch& l, int shots, int o, int& shot, int& s) {
+    const int per_shot = l.step_blocks / shots, j = o / shots;
+    shot = o - j * shots;
+    const int tiles_before = static_cast<int>(static_cast<long long>(j) * l.tiles.per_shot / per_shot);
+    if (static_cast<int>(static_cast<long long>(j + 1) * l.tiles.per_shot / per_shot) > tiles_before) {
+        s = tiles_before;
+        return;
+    }
+    const int k = j - tiles_before;  // of the rest
+    const int above = (l.box.za + kStripRows - 1) / kStripRows;  // z strip segments above (MarchingWarp)
+    const int top = min((above * l.bands + kStepWarps - 1) / kStepWarps, l.strip_blocks);
+    s = l.tiles.per_shot;
+    if (k < top)
+        s += k;  // z strips above
+    else if (k < top + l.interior_blocks)
+        s += l.strip_blocks + k - top;  // the interior
+    else if (k < l.strip_blocks + l.interior_blocks)
+        s += k - l.interior_blocks;  // z strips below
+    else
+        s += k;  // the frame's pass 1
+}
 
 template <typename T, int ORDER, typename Stored>
 __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
@@ -1990,9 +2043,8 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
         if (iz < g.nz) image_pack(g, in.ey, img, pair, (t - r * row_packs) * N, iz);
         return;
     }
-    const int per_shot = l.step_blocks / g.n_shots, o = static_cast<int>(b) - images_before;
-    const int shot = o / per_shot;
-    int s = o - shot * per_shot;
+    int shot, s;
+    adjoint_block(l, g.n_shots, static_cast<int>(b) - images_before, shot, s);
     if (s < l.tiles.per_shot) {
         extern __shared__ __align__(16) unsigned char tile_shared[];
         adjoint_tile<T, ORDER>(g, m, x, z, in, out, l.tiles, s, shot, reinterpret_cast<T*>(tile_shared));
@@ -2006,7 +2058,7 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     }
     s -= l.strip_blocks;
     if (s < l.interior_blocks) {
-        const MarchingWarp<T, ORDER> w(g, l.box, l.bands, s, shot, kAdjointRows);
+        const MarchingWarp<T, ORDER> w(g, l.box, l.bands, s, shot, l.rows);
         adjoint_marching_warp<T, ORDER, false>(g, m, z, in, out, w);
         return;
     }
@@ -2131,6 +2183,34 @@ __global__ void flag_non_finite_kernel(std::size_t packs, std::size_t shot_packs
 
 int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
+/// Rows of the forward's segments without a hole (no step pairs): from 12 to
+/// 16, the count whose long blocks (the interior's and the z strips', all
+/// shots) fill their last wave of the GPU's resident blocks the most, ties
+/// to more rows; or GPRFWI_STEP_ROWS (docs/gpu.md). A block marches for
+/// most of a step (30-45 us of 80 at 1000^2 x 8 shots), so a last wave a
+/// quarter empty leaves the GPU part idle for a quarter of the step: at
+/// 1000^2 x 8 shots 16 rows fill 1.71 waves, 14 rows 1.91 (forward +1.3%;
+/// 15 and 13 rows, 1.80 and 2.03 waves: +0.8%, +0.2%).
+template <typename T, int ORDER>
+int forward_rows(const GridParams<T>& g, const Interior& box) {
+    static const int asked = rows_from_environment("GPRFWI_STEP_ROWS");
+    if (asked > 0) return asked;
+    const int resident = resident_blocks<step_kernel<T, ORDER, T>>();
+    int best = kStepRows;
+    double best_fill = -1;
+    for (int rows = kStepRows; rows >= 12; --rows) {
+        int bands = 0, blocks = 0;
+        marching_blocks<T, ORDER>(box, bands, blocks, rows);
+        const long long all = static_cast<long long>(blocks + z_strip_blocks(box, g.nz, bands)) * g.n_shots;
+        const double fill = static_cast<double>(all % resident == 0 ? resident : all % resident) / resident;
+        if (fill > best_fill) {
+            best = rows;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
 /// step_kernel's launch over the interior `box` (step_interior): its
 /// marching warps less those of `hole` (whole bands and segments of them;
 /// none when empty), the z strips' and the frame's blocks.
@@ -2139,7 +2219,8 @@ StepLaunch step_launch(const GridParams<T>& g, const Interior& box, const Interi
     using S = StepShape<T, ORDER>;
     constexpr int band = S::U * S::N;
     StepLaunch l{};
-    marching_blocks<T, ORDER>(box, l.items.bands, l.interior_blocks);
+    if (hole.xb <= hole.xa) l.rows = forward_rows<T, ORDER>(g, box);
+    marching_blocks<T, ORDER>(box, l.items.bands, l.interior_blocks, l.rows);
     if (hole.xb > hole.xa) {
         l.items.b1 = (hole.xa - box.xa) / band;
         l.items.b2 = (hole.xb - box.xa) / band;
@@ -2309,7 +2390,9 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
         l.packs2 = frame_packs(g, l.ring2);
         l.packs3 = frame_packs(g, l.march);
     }
-    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks, kAdjointRows);
+    static const int asked_rows = rows_from_environment("GPRFWI_ADJOINT_ROWS");
+    l.rows = asked_rows > 0 ? asked_rows : kAdjointRows;
+    marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks, l.rows);
     l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
     l.step_blocks =
         (l.tiles.per_shot + l.strip_blocks + l.interior_blocks + blocks_for(l.packs1, kThreads)) * g.n_shots;
