@@ -348,6 +348,38 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
     }
 }
 
+// The marching warps' segments may take any number of rows: the forward's
+// are chosen per grid and GPU (12 to 16 rows, whichever fills the last wave
+// of blocks most), the adjoint's are 14, and GPRFWI_STEP_ROWS and
+// GPRFWI_ADJOINT_ROWS set them. Segments of 1 row (less than a stencil's
+// reach), 5, 13 and 37 (the last one cut short), float and double, stencils
+// 4 and 8, three shots (the adjoint's shots take turns block by block).
+TEST(CudaBackend, SegmentsOfAnyLengthMatchTheCpu) {
+    SKIP_WITHOUT_GPU();
+    struct Case {
+        Precision precision;
+        int order;
+        const char *step_rows, *adjoint_rows;
+    };
+    const Case cases[] = {{Precision::single, 4, "1", "37"},           {Precision::single, 4, "5", "1"},
+                          {Precision::single, 4, "13", "5"},           {Precision::single, 8, "37", "13"},
+                          {Precision::double_precision, 4, "37", "1"}, {Precision::double_precision, 8, "1", "5"}};
+    const Grid g{130, 150, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
+    for (const Case& c : cases) {
+        const ScopedEnvironment step("GPRFWI_STEP_ROWS", c.step_rows);
+        const ScopedEnvironment adjoint("GPRFWI_ADJOINT_ROWS", c.adjoint_rows);
+        const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
+        const Survey survey = test::random_survey(g, 3, 1, 5, 161, 3e8, dt, 17);
+        PropagatorOptions opt = test::double_options(c.order, 0);
+        opt.cpml.widths = {9, 12, 10, 11};
+        opt.precision = c.precision;
+        expect_gpu_matches_cpu(opt, model, truth, survey,
+                               std::string("segments of ") + c.step_rows + " (forward) and " + c.adjoint_rows +
+                                   " (adjoint) rows, stencil " + std::to_string(c.order));
+    }
+}
+
 // Forward runs without kept levels take two steps a pass deep in the
 // interior (kernels::cuda::step_pair) where that pays, on large grids; here
 // GPRFWI_PAIR_ROWS asks for them on a small one, with segments of 16 and 37

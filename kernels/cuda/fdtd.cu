@@ -2193,7 +2193,7 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 /// 15 and 13 rows, 1.80 and 2.03 waves: +0.8%, +0.2%).
 template <typename T, int ORDER>
 int forward_rows(const GridParams<T>& g, const Interior& box) {
-    static const int asked = rows_from_environment("GPRFWI_STEP_ROWS");
+    const int asked = rows_from_environment("GPRFWI_STEP_ROWS");
     if (asked > 0) return asked;
     const int resident = resident_blocks<step_kernel<T, ORDER, T>>();
     int best = kStepRows;
@@ -2390,7 +2390,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
         l.packs2 = frame_packs(g, l.ring2);
         l.packs3 = frame_packs(g, l.march);
     }
-    static const int asked_rows = rows_from_environment("GPRFWI_ADJOINT_ROWS");
+    const int asked_rows = rows_from_environment("GPRFWI_ADJOINT_ROWS");
     l.rows = asked_rows > 0 ? asked_rows : kAdjointRows;
     marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks, l.rows);
     l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
