@@ -2190,7 +2190,7 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 /// most of a step (30-45 us of 80 at 1000^2 x 8 shots), so a last wave a
 /// quarter empty leaves the GPU part idle for a quarter of the step: at
 /// 1000^2 x 8 shots 16 rows fill 1.71 waves, 14 rows 1.91 (forward +1.3%;
-/// 15 and 13 rows, 1.80 and 2.03 waves: +0.8%, +0.2%).
+/// 15 and 13 rows, 1.80 and 2.03 waves: +0.7%, +0.2%).
 template <typename T, int ORDER>
 int forward_rows(const GridParams<T>& g, const Interior& box) {
     const int asked = rows_from_environment("GPRFWI_STEP_ROWS");
