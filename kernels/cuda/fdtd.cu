@@ -365,6 +365,15 @@ struct MarchingItems {
     }
 };
 
+/// The z strips' segments (of kStripRows rows) above the interior `box`,
+/// whose warps come first, and below it, in rows 0 .. nz.
+__host__ __device__ inline int z_strip_segments_above(const Interior& box) {
+    return (box.za + kStripRows - 1) / kStripRows;
+}
+__host__ __device__ inline int z_strip_segments_below(const Interior& box, int nz) {
+    return (nz - box.zb + kStripRows - 1) / kStripRows;
+}
+
 template <typename T, int ORDER>
 struct MarchingWarp {
     static constexpr int N = kLanes<T>;
@@ -398,7 +407,7 @@ struct MarchingWarp {
     __device__ __forceinline__ MarchingWarp(ZStrips, const GridParams<T>& g, const Interior& box, int bands,
                                             int block, int shot_index) {
         const int item = block * kStepWarps + static_cast<int>(threadIdx.x) / 32, seg = item / bands;
-        const int above = (box.za + kStripRows - 1) / kStripRows;
+        const int above = z_strip_segments_above(box);
         const int za = seg < above ? seg * kStripRows : box.zb + (seg - above) * kStripRows;
         place(g, box, item - seg * bands, za, min(za + kStripRows, seg < above ? box.za : g.nz), shot_index);
     }
@@ -991,7 +1000,7 @@ struct StepLaunch {
 /// The z strips' blocks per shot: a warp for each band and segment of
 /// kStripRows rows above and below the interior (none without bands).
 inline int z_strip_blocks(const Interior& box, int nz, int bands) {
-    const int segs = (box.za + kStripRows - 1) / kStripRows + (nz - box.zb + kStripRows - 1) / kStripRows;
+    const int segs = z_strip_segments_above(box) + z_strip_segments_below(box, nz);
     return (segs * bands + kStepWarps - 1) / kStepWarps;
 }
 
@@ -2009,8 +2018,7 @@ __device__ __forceinline__ void adjoint_block(const AdjointLaunch& l, int shots,
         return;
     }
     const int k = j - tiles_before;  // of the rest
-    const int above = (l.box.za + kStripRows - 1) / kStripRows;  // z strip segments above (MarchingWarp)
-    const int top = min((above * l.bands + kStepWarps - 1) / kStepWarps, l.strip_blocks);
+    const int top = min((z_strip_segments_above(l.box) * l.bands + kStepWarps - 1) / kStepWarps, l.strip_blocks);
     s = l.tiles.per_shot;
     if (k < top)
         s += k;  // z strips above
