@@ -6,6 +6,7 @@
 // construction and differs only in where its loops run.
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "gprfwi/propagator.hpp"
@@ -18,13 +19,16 @@ using InternalTraces = std::vector<std::vector<std::vector<double>>>;
 
 InternalTraces make_internal_traces(const PropagationSetup& setup);
 
+/// The per-node sums are views of the engine's own host memory (the CUDA
+/// engine's is page-locked, so that they reach the host at the link's full
+/// speed), valid until the engine's next call or its end.
 struct AdjointResult {
     /// sum over shots and kept levels of w * lambda^{n+1} Ey^n and of
     /// w * lambda^{n+1} Ey^{n+1}, per padded node (PaddedGrid layout).
-    std::vector<double> g_prev, g_next;
+    std::span<const double> g_prev, g_next;
     /// sum over shots and kept levels of w * (Ey^{n+1})^2 per padded node,
     /// when the options ask for illumination; else empty.
-    std::vector<double> illumination;
+    std::span<const double> illumination;
     /// dJ / d wavelet_internal [shot][nt_internal].
     std::vector<std::vector<double>> grad_wavelet_internal;
 };

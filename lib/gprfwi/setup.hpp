@@ -6,6 +6,7 @@
 // these into their own arithmetic type and memory.
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "gprfwi/cpml.hpp"
@@ -88,6 +89,6 @@ inline void report_progress(const PropagatorOptions& options, const char* phase,
 
 /// Sum of a padded-grid gradient (per padded node) onto the model nodes: the
 /// exact adjoint of extending the model into the CPML by its edge values.
-Array2D fold_to_model(const PropagationSetup& setup, const std::vector<double>& padded);
+Array2D fold_to_model(const PropagationSetup& setup, std::span<const double> padded);
 
 }  // namespace gprfwi

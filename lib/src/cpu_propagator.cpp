@@ -92,10 +92,11 @@ public:
         FieldArrays<T> adj(n);
         std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
         const std::size_t cells = g_.shot_stride;
-        AdjointResult out;
-        out.g_prev.assign(cells, 0.0);  // the imaging accumulators, summed over the shots as it goes
-        out.g_next.assign(cells, 0.0);
-        if (opt_.illumination) out.illumination.assign(cells, 0.0);
+        // the imaging accumulators, summed over the shots as it goes; the result's views of them
+        sum_prev_.assign(cells, 0.0);
+        sum_next_.assign(cells, 0.0);
+        illumination_.assign(opt_.illumination ? cells : 0, 0.0);
+        AdjointResult out{sum_prev_, sum_next_, illumination_, {}};
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
         const auto x = x_.view(), z = z_.view();
@@ -114,9 +115,9 @@ public:
                 out.grad_wavelet_internal[si][m] = acc;
             }
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                out.g_prev.data(), out.g_next.data(), level_scales(prev, m),
+                                                sum_prev_.data(), sum_next_.data(), level_scales(prev, m),
                                                 level_scales(next, m + 1),
-                                                out.illumination.empty() ? nullptr : out.illumination.data()};
+                                                illumination_.empty() ? nullptr : illumination_.data()};
             if (prev || next) k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img);
             k::cpu::adjoint_e_prepare<T>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
@@ -252,6 +253,7 @@ private:
     std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
     bool kept_ = false;
     std::vector<double> scales_;  // [kept level][shot], fp8 only
+    std::vector<double> sum_prev_, sum_next_, illumination_;  // the last adjoint's sums (AdjointResult views them)
 };
 
 }  // namespace

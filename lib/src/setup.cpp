@@ -124,7 +124,7 @@ void throw_blowup(const PropagationSetup& s, const char* what, int shot, int ste
         s.time.dt_internal, s.time.dt_max));
 }
 
-Array2D fold_to_model(const PropagationSetup& s, const std::vector<double>& padded) {
+Array2D fold_to_model(const PropagationSetup& s, std::span<const double> padded) {
     Array2D out(s.grid.model.nz, s.grid.model.nx, 0.0);
     for (int iz = 0; iz < s.grid.nz; ++iz) {
         const int mz = s.model_row(iz);
