@@ -17,6 +17,7 @@
 #include <string_view>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -100,28 +101,22 @@ class PinnedArray {
 public:
     PinnedArray() = default;
     explicit PinnedArray(std::size_t n) : n_(n) {
-        if (n) p_ = static_cast<T*>(PinnedPool::borrow(n * sizeof(T), bytes_));
+        if (!n) return;
+        std::size_t bytes = 0;
+        void* block = PinnedPool::borrow(n * sizeof(T), bytes);
+        p_ = {static_cast<T*>(block), GiveBack{bytes}};
     }
-    PinnedArray(PinnedArray&& o) noexcept
-        : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
-    PinnedArray& operator=(PinnedArray&& o) noexcept {
-        std::swap(p_, o.p_);
-        std::swap(n_, o.n_);
-        std::swap(bytes_, o.bytes_);
-        return *this;
-    }
-    PinnedArray(const PinnedArray&) = delete;
-    PinnedArray& operator=(const PinnedArray&) = delete;
-    ~PinnedArray() {
-        if (p_) PinnedPool::give_back(p_, bytes_);
-    }
-    T* get() const { return p_; }
+    T* get() const { return p_.get(); }
     std::size_t size() const { return n_; }
-    std::span<const T> view() const { return {p_, n_}; }
+    std::span<const T> view() const { return {p_.get(), n_}; }
 
 private:
-    T* p_ = nullptr;
-    std::size_t n_ = 0, bytes_ = 0;
+    struct GiveBack {
+        std::size_t bytes = 0;  // of the block, which may be larger than n values
+        void operator()(T* p) const { PinnedPool::give_back(p, bytes); }
+    };
+    std::unique_ptr<T, GiveBack> p_;
+    std::size_t n_ = 0;
 };
 
 /// An owning device array; `bytes` adds its size to the engine's total.
@@ -166,6 +161,7 @@ public:
     }
     /// Copies into `host` (page-locked, n values) on stream s, and waits for it.
     void download(const PinnedArray<T>& host, cudaStream_t s) const {
+        if (host.size() < n_) throw Error("DeviceArray::download: the host buffer is smaller than the array");
         if (!n_) return;
         GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host.get(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(s));
