@@ -159,12 +159,11 @@ public:
     void zero(cudaStream_t s) const {
         if (n_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(p_, 0, n_ * sizeof(T), s));
     }
-    /// Copies into `host` (page-locked, n values) on stream s, and waits for it.
-    void download(const PinnedArray<T>& host, cudaStream_t s) const {
-        if (host.size() < n_) throw Error("DeviceArray::download: the host buffer is smaller than the array");
-        if (!n_) return;
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host.get(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(s));
+    /// Queues a copy into `host` (page-locked, at least n values) on stream s;
+    /// it has landed once the stream is synchronised.
+    void download_async(const PinnedArray<T>& host, cudaStream_t s) const {
+        if (host.size() < n_) throw Error("DeviceArray::download_async: the host buffer is smaller than the array");
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host.get(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
     }
     std::vector<T> download() const {
         std::vector<T> h(n_);
@@ -410,7 +409,8 @@ public:
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         for (int s = 0; s < kRing; ++s) wait_io(s);
         levels_kept_ = keep_levels;
-        traces_.download(traces_host_, stream_);
+        traces_.download_async(traces_host_, stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         InternalTraces out = make_internal_traces(s_);
         std::size_t row = 0;
         for (auto& shot : out)
@@ -433,6 +433,8 @@ public:
                 std::copy(trace.begin(), trace.end(), traces_host_.get() + row * nt);
                 ++row;
             }
+        if (row * nt != traces_host_.size())
+            throw Error("CudaEngine::adjoint: the adjoint source does not match the batch's receivers");
         // on the engine's stream, before the steps that read it (a cudaMemcpy would run on the legacy
         // stream, which this one does not wait for, and may return before the copy has landed); the
         // host buffer is not written again before the stream's synchronisation at the end
@@ -564,14 +566,13 @@ public:
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
         AdjointResult out;  // the accumulators hold the sums over the shots
-        g_prev_.download(g_prev_host_, stream_);
-        g_next_.download(g_next_host_, stream_);
+        g_prev_.download_async(g_prev_host_, stream_);
+        g_next_.download_async(g_next_host_, stream_);
+        illumination_.download_async(illumination_host_, stream_);  // (none without the option)
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         out.g_prev = g_prev_host_.view();
         out.g_next = g_next_host_.view();
-        if (opt_.illumination) {
-            illumination_.download(illumination_host_, stream_);
-            out.illumination = illumination_host_.view();
-        }
+        out.illumination = illumination_host_.view();
         const std::vector<double> gw = grad_wavelet_.download();
         out.grad_wavelet_internal.resize(s_.shots.size());
         for (std::size_t si = 0; si < s_.shots.size(); ++si)
