@@ -32,6 +32,7 @@ struct BenchArgs {
     std::string storage = "auto";
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
     int check_every = PropagatorOptions{}.blowup_check_interval;
+    int shot_groups = 0;
 };
 
 double now_s() {
@@ -73,17 +74,19 @@ double host_copy_bandwidth() {
 // 1.5 times and the accumulators move once for two steps. Forward steps in
 // pairs (RunTimings::forward_paired_share of the nodes) read and write the
 // three fields and the coefficients once for two steps, and write Ey of the
-// step between.
-double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots,
+// step between. A batch in shot groups (RunTimings::shot_groups) reads the
+// coefficients and moves the accumulators once a group.
+double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size_t stored, int shots, int groups,
                            bool uniform_mu, bool paired_imaging, double paired_share) {
-    const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) / shots : 3.0;  // ca, cb (, cq): per node, or node and shot
+    const double per_shot = static_cast<double>(groups) / shots;  // what a group moves once, a shot's share
+    const double coef = cuda ? (uniform_mu ? 2.0 : 3.0) * per_shot : 3.0;  // ca, cb (, cq): per group, or shot
     const double one = (cuda ? 6.0 : 9.0) * word + coef * word, pair = (7.0 + coef) * word / 2.0;
     const double forward = paired_share * pair + (1.0 - paired_share) * one;
     if (!gradient) return forward;
     const double adjoint = (cuda ? 7.0 : 17.0) * word + coef * word;
     const double reads = paired_imaging ? 1.5 : 2.0, steps = paired_imaging ? 2.0 : 1.0;
     const double level = (cuda && stored == word ? reads : 1.0 + reads) * stored;
-    return forward + adjoint + level + 4.0 * 8.0 / shots / steps;
+    return forward + adjoint + level + 4.0 * 8.0 * per_shot / steps;
 }
 
 void run_bench(const BenchArgs& a) {
@@ -101,6 +104,7 @@ void run_bench(const BenchArgs& a) {
     opt.snapshots.checkpoint_steps = a.checkpoint;
     opt.snapshots.binomial_slots = a.binomial;
     opt.blowup_check_interval = a.check_every;
+    opt.shot_groups = a.shot_groups;
     auto prop = make_propagator(opt);
     const bool cuda = prop->name().rfind("cuda", 0) == 0;
 
@@ -145,16 +149,17 @@ void run_bench(const BenchArgs& a) {
     // fp8 levels read Ey twice more (max, then quantise) before they are stored
     const bool paired = prop->last_timings().imaging_steps == 2;
     const double paired_share = prop->last_timings().forward_paired_share;
-    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, /*uniform_mu=*/true, paired,
-                                             paired_share) +
+    const int groups = prop->last_timings().shot_groups;
+    const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, groups, /*uniform_mu=*/true,
+                                             paired, paired_share) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
     const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
     const double achieved = rate * bytes;
     fmt::print("gprfwi bench: {} {} on {} ({} threads), {} precision, stencil {}, snapshots {}\n", a.mode,
                prop->name(), a.backend, omp_get_max_threads(), a.precision, a.stencil, a.compression);
-    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s), {} steps; median of {} runs: {:.3f} s in "
-               "the time loops ({:.3f} s per call with set-up and host work)\n",
-               a.nx, a.nz, a.pml, cells, a.shots, a.nt, a.repeats, seconds, call_seconds);
+    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s) in {} shot group(s), {} steps; median of {} runs: "
+               "{:.3f} s in the time loops ({:.3f} s per call with set-up and host work)\n",
+               a.nx, a.nz, a.pml, cells, a.shots, groups, a.nt, a.repeats, seconds, call_seconds);
     fmt::print("  {:.4g} cell-steps/s; at {:.0f} bytes/cell-step that is {:.3g} GB/s of the {:.3g} GB/s copy "
                "bandwidth measured now ({:.0f}%)\n",
                rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
@@ -173,11 +178,11 @@ void run_bench(const BenchArgs& a) {
                "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
                "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
                "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"imaging_steps\":{},"
-               "\"forward_paired_share\":{:.4f},\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
+               "\"forward_paired_share\":{:.4f},\"shot_groups\":{},\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
                omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
                rate / fused_roofline, call_seconds, a.interval, a.storage, prop->last_timings().level_storage,
-               prop->last_timings().imaging_steps, paired_share, prop->peak_device_bytes(), mem.total());
+               prop->last_timings().imaging_steps, paired_share, groups, prop->peak_device_bytes(), mem.total());
 }
 
 }  // namespace
@@ -204,6 +209,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--nt", a->nt, "Time steps")->capture_default_str();
     cmd->add_option("--stencil", a->stencil, "Stencil order")->capture_default_str();
     cmd->add_option("--repeats", a->repeats, "Timed runs (median reported)")->capture_default_str();
+    cmd->add_option("--shot-groups", a->shot_groups,
+                    "Run the shots as this many groups, on a GPU at once (0: automatic)")
+        ->capture_default_str();
     cmd->add_option("--check-every", a->check_every, "Check the fields for NaN/Inf every N steps (0: first and last only)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);

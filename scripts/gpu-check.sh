@@ -19,6 +19,7 @@ bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | 
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode forward --repeats 3
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2 --storage device
+  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2 --storage device --shot-groups 1
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression fp8 --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --interval 0 --repeats 2 --storage device
   bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --checkpoint -1 --repeats 2

@@ -13,6 +13,7 @@
 
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/constants.hpp"
+#include "gprfwi/error.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -151,6 +152,77 @@ TEST(Batches, GradientsOfPartsAddUpToTheWhole) {
     EXPECT_LT(std::sqrt(num / den), 1e-12);
     EXPECT_GT(opt.cpml.reference_velocity, 0.0);
     EXPECT_GT(opt.cpml.frequency_hz, 0.0);
+}
+
+// Shot groups (resolve_shot_groups): the rule, the split into runs of
+// neighbouring shots, and what grouping changes: only the order in which the
+// gradient adds the shots' imaging terms (each group into sums of its own),
+// so traces, misfit and wavelet gradients are bitwise those of one group and
+// the model gradients agree to summation-order rounding.
+TEST(ShotGroups, RuleAndSplit) {
+    const PaddedGrid small(Grid{1000, 1000, 0.01, 0.01}, PmlWidths::uniform(20));
+    const PaddedGrid large(Grid{2100, 2100, 0.01, 0.01}, PmlWidths::uniform(20));
+    PropagatorOptions o;
+    EXPECT_EQ(resolve_shot_groups(o, 8, small), 2);
+    EXPECT_EQ(resolve_shot_groups(o, 4, small), 2);
+    EXPECT_EQ(resolve_shot_groups(o, 3, small), 1);
+    EXPECT_EQ(resolve_shot_groups(o, 8, large), 1);
+    o.snapshots.storage = SnapshotStorage::host;
+    EXPECT_EQ(resolve_shot_groups(o, 8, small), 1);
+    o.snapshots.storage = SnapshotStorage::device;
+    o.precision = Precision::double_precision;
+    EXPECT_EQ(resolve_shot_groups(o, 8, small), 1);
+    o.shot_groups = 3;
+    EXPECT_EQ(resolve_shot_groups(o, 8, small), 3);
+    EXPECT_EQ(resolve_shot_groups(o, 2, large), 2);  // at most one a shot
+    o.shot_groups = -1;
+    EXPECT_THROW(o.validate(), InvalidArgument);
+    o.shot_groups = kMaxShotGroups + 1;
+    EXPECT_THROW(o.validate(), InvalidArgument);
+    const std::size_t five_in_three[] = {0, 1, 3, 5}, eight_in_two[] = {0, 4, 8};
+    for (int g = 0; g <= 3; ++g) EXPECT_EQ(shot_group_begin(5, 3, g), five_in_three[g]);
+    for (int g = 0; g <= 2; ++g) EXPECT_EQ(shot_group_begin(8, 2, g), eight_in_two[g]);
+}
+
+TEST(ShotGroups, ChangeOnlyTheOrderOfTheGradientsSums) {
+    const Grid g{40, 32, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 3), truth = test::heterogeneous_model(g, 4);
+    const double dt = 0.9 * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), 4);
+    const Survey survey = test::random_survey(g, 5, 1, 4, 150, 4e8, dt, 9);
+    for (const Precision precision : {Precision::double_precision, Precision::single}) {
+        PropagatorOptions opt = test::double_options(4, 8);
+        opt.precision = precision;
+        opt.illumination = true;
+        opt.shot_groups = 1;
+        const Traces observed = CpuPropagator(opt).forward(truth, survey);
+        CpuPropagator one(opt);
+        const GradientResult ref = one.gradient(model, survey, observed);
+        EXPECT_EQ(one.last_timings().shot_groups, 1);
+        for (const int groups : {2, 3, 5}) {
+            opt.shot_groups = groups;
+            CpuPropagator grouped(opt);
+            const GradientResult r = grouped.gradient(model, survey, observed);
+            EXPECT_EQ(grouped.last_timings().shot_groups, groups);
+            for (std::size_t s = 0; s < survey.shots.size(); ++s) {
+                EXPECT_EQ(r.synthetic[s].samples(), ref.synthetic[s].samples()) << groups << " groups, shot " << s;
+                EXPECT_EQ(r.grad_wavelet[s], ref.grad_wavelet[s]) << groups << " groups, shot " << s;
+            }
+            EXPECT_EQ(r.misfit, ref.misfit);
+            const double tol = precision == Precision::single ? 1e-6 : 1e-12;
+            for (const auto& [got, want] : {std::pair{&r.grad_eps_r, &ref.grad_eps_r},
+                                            std::pair{&r.grad_sigma, &ref.grad_sigma},
+                                            std::pair{&r.illumination, &ref.illumination}}) {
+                ASSERT_EQ(got->size(), want->size());
+                double num = 0, den = 0;
+                for (std::size_t i = 0; i < got->size(); ++i) {
+                    num = std::max(num, std::abs(got->data()[i] - want->data()[i]));
+                    den = std::max(den, std::abs(want->data()[i]));
+                }
+                EXPECT_LT(num, tol * den) << groups << " groups";
+                EXPECT_GT(den, 0.0);
+            }
+        }
+    }
 }
 
 // Illumination (for preconditioning) is the forward field's energy: at a

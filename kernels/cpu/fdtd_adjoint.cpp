@@ -16,7 +16,8 @@
 namespace gprfwi::kernels::cpu {
 
 template <typename T, typename Stored>
-void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img) {
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, int shot_begin,
+                       int shot_end) {
     const double w = img.weight;
 #pragma omp parallel for schedule(static)
     for (int iz = 0; iz < g.nz; ++iz) {
@@ -25,7 +26,7 @@ void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const Imaging
         double* __restrict g_next = img.g_ey_next + row;
         double* __restrict ill = img.illumination ? img.illumination + row : nullptr;
         // g_prev += w * lambda^{n+1} * Ey^n;  g_next += w * lambda^{n+1} * Ey^{n+1}, shot after shot
-        for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
+        for (int shot_i = shot_begin; shot_i < shot_end; ++shot_i) {
             const std::size_t shot = shot_i * g.shot_stride;
             const T* __restrict lam = lambda_ey + shot + row;
             if (img.ey_prev) {
@@ -184,7 +185,7 @@ template void adjoint_e_prepare<double>(const GridParams<double>&, const Materia
                                         const AdjointScratch<double>&);
 
 #define GPRFWI_INSTANTIATE_IMAGING(T, S) \
-    template void imaging_condition<T, S>(const GridParams<T>&, const T*, const ImagingView<T, S>&);
+    template void imaging_condition<T, S>(const GridParams<T>&, const T*, const ImagingView<T, S>&, int, int);
 GPRFWI_INSTANTIATE_IMAGING(float, float)
 GPRFWI_INSTANTIATE_IMAGING(float, Bf16)
 GPRFWI_INSTANTIATE_IMAGING(double, double)

@@ -12,7 +12,8 @@ public:
     std::string name() const override { return "cpu"; }
 
 protected:
-    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, bool keep_levels) override;
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
+                                        bool keep_levels) override;
 };
 
 }  // namespace gprfwi

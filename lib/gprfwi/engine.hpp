@@ -53,7 +53,28 @@ public:
     virtual double forward_paired_share() const { return 0; }
 };
 
+/// How many shot groups a batch of `shots` shots on `grid` runs as: the
+/// options' shot_groups, at most one a shot, or where that is 0 the automatic
+/// choice: 2 for single-precision batches of at least 4 shots on grids of at
+/// most 2^22 padded nodes whose levels are not kept in host memory or on
+/// disk, else 1 (docs/gpu.md, "Shot groups"). The same on every backend, so
+/// that each adds the shots' imaging terms in the same order.
+int resolve_shot_groups(const PropagatorOptions& options, std::size_t shots, const PaddedGrid& grid);
+
+/// The first shot of group `group` of `groups` over `shots` shots: the groups
+/// are runs of neighbouring shots whose sizes differ by one at most (group
+/// == groups gives `shots`).
+std::size_t shot_group_begin(std::size_t shots, int groups, int group);
+
 /// A Propagator built on an Engine: one orchestration for every backend.
+/// A batch runs as shot groups (resolve_shot_groups) whose imaging terms are
+/// summed per group, the groups' sums then added in group order. Where the
+/// backend runs engines beside each other (a GPU: each engine has a stream
+/// of its own, so that one group's latency-bound launches and the tails of
+/// its launches overlap the other's work) each group has an engine and their
+/// time loops run at once; else one engine runs the batch and keeps a sum
+/// per group itself (the CPU: its passes over the fields are cheapest over
+/// all shots at once).
 class EnginePropagator : public Propagator {
 public:
     Traces forward(const Model& model, const Survey& survey) override;
@@ -63,9 +84,18 @@ public:
 
 protected:
     using Propagator::Propagator;
-    /// An engine for this batch; keep_levels says whether a gradient (and so
-    /// kept levels) will be asked of it, so it can allocate everything up front.
-    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, bool keep_levels) = 0;
+    /// An engine for this batch (or shot group) with these options (both
+    /// outlive it); keep_levels says whether a gradient (and so kept levels)
+    /// will be asked of it, so it can allocate everything up front.
+    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
+                                                bool keep_levels) = 0;
+    /// Whether the engines of a batch's shot groups run at once, each driven
+    /// by a host thread of its own (their calls must then be safe to make
+    /// from several threads at once); false: one after the other.
+    virtual bool concurrent_groups() const { return false; }
+
+private:
+    class ShotGroups;
 };
 
 }  // namespace gprfwi

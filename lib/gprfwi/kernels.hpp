@@ -130,9 +130,11 @@ template <typename T, int ORDER>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f);
 
-/// The imaging condition of one adjoint step (before pass 1).
+/// The imaging condition of one adjoint step (before pass 1), of shots
+/// [shot_begin, shot_end) (a shot group's, into its own sums).
 template <typename T, typename Stored>
-void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img);
+void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const ImagingView<T, Stored>& img, int shot_begin,
+                       int shot_end);
 
 /// Adjoint pass 1.
 template <typename T>

@@ -67,6 +67,9 @@ struct SnapshotOptions {
     int binomial_slots = 0;
 };
 
+/// The most shot groups a batch may run as (PropagatorOptions::shot_groups).
+inline constexpr int kMaxShotGroups = 64;
+
 struct PropagatorOptions {
     BackendKind backend = BackendKind::automatic;
     Precision precision = Precision::single;
@@ -86,6 +89,11 @@ struct PropagatorOptions {
     /// the last, with the phase ("forward" or "adjoint"), the steps done and
     /// the steps in all; empty: no reports. For progress displays.
     std::function<void(const char* phase, int done, int total)> progress;
+    /// Shot groups a batch runs as (resolve_shot_groups in engine.hpp): 0
+    /// automatic, else that many (at most one a shot). On a GPU the groups'
+    /// time loops run at once; the groups change only the order in which a
+    /// gradient adds the shots' terms, the same on every backend.
+    int shot_groups = 0;
     /// gradient() also returns the forward field's energy per model node
     /// (GradientResult::illumination), for illumination preconditioning.
     bool illumination = false;
@@ -147,6 +155,7 @@ struct RunTimings {
     std::string level_storage;  // where the kept forward levels lived
     int imaging_steps = 1;      // adjoint steps the imaging condition took at once (Engine::imaging_steps)
     double forward_paired_share = 0;  // of the nodes, stepped two a pass (Engine::forward_paired_share)
+    int shot_groups = 1;              // the batch's shot groups (resolve_shot_groups)
 };
 
 struct MemoryEstimate {

@@ -42,6 +42,7 @@ struct PropagationSetup {
     ResampleOperator upsample;    // user wavelet -> internal
     ResampleOperator downsample;  // internal trace -> user
     std::vector<ShotOperators> shots;
+    int first_shot = 0;  // the batch's index of shots[0] (a shot group's setup: its first shot), for messages
 
     /// Validates model, survey and options, and builds the setup. Throws the
     /// typed errors of error.hpp with the numbers at fault.

@@ -348,7 +348,7 @@ void read_survey(const YAML::Node& root, const Reader& r, RunConfig& c) {
 void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node prop = root["propagator"];
     if (!prop) return;
-    r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch"});
+    r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch", "shot_groups"});
     auto& o = c.propagator;
     if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", {"auto", "cpu", "cuda"}));
     if (prop["precision"]) o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", {"single", "double"}));
@@ -360,6 +360,8 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     if (prop["device"]) o.device = static_cast<int>(r.integer(prop["device"], "propagator.device", -1, 1023));
     if (prop["shots_per_batch"])
         c.shots_per_batch = static_cast<int>(r.integer(prop["shots_per_batch"], "propagator.shots_per_batch", 0, kMaxShots));
+    if (prop["shot_groups"])
+        o.shot_groups = static_cast<int>(r.integer(prop["shot_groups"], "propagator.shot_groups", 0, kMaxShotGroups));
     if (const YAML::Node pml = prop["pml"]) {
         r.map(pml, "propagator.pml", {"width", "left", "right", "top", "bottom", "reflection", "power", "kappa_max"});
         if (pml["width"]) o.cpml.widths = PmlWidths::uniform(static_cast<int>(r.integer(pml["width"], "propagator.pml.width", 0, 1000)));
@@ -717,7 +719,8 @@ std::string RunConfig::resolved() const {
     e << YAML::Key << "propagator" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "backend" << YAML::Value << to_string(o.backend) << YAML::Key << "precision" << YAML::Value
       << to_string(o.precision) << YAML::Key << "stencil" << YAML::Value << o.stencil_order << YAML::Key << "device"
-      << YAML::Value << o.device << YAML::Key << "shots_per_batch" << YAML::Value << shots_per_batch;
+      << YAML::Value << o.device << YAML::Key << "shots_per_batch" << YAML::Value << shots_per_batch
+      << YAML::Key << "shot_groups" << YAML::Value << o.shot_groups;
     e << YAML::Key << "pml" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "left" << YAML::Value
       << o.cpml.widths.left << YAML::Key << "right" << YAML::Value << o.cpml.widths.right << YAML::Key << "top"
       << YAML::Value << o.cpml.widths.top << YAML::Key << "bottom" << YAML::Value << o.cpml.widths.bottom << YAML::Key

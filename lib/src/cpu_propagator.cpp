@@ -92,10 +92,21 @@ public:
         FieldArrays<T> adj(n);
         std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
         const std::size_t cells = g_.shot_stride;
-        // the imaging accumulators, summed over the shots as it goes; the result's views of them
+        // the imaging accumulators, summed over the shots as it goes; the result's views of them. A shot
+        // group (resolve_shot_groups) sums into its own, the groups' added in group order at the end, as
+        // EnginePropagator adds those of engines that run at once (group 0's are these)
+        const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
         sum_prev_.assign(cells, 0.0);
         sum_next_.assign(cells, 0.0);
         illumination_.assign(opt_.illumination ? cells : 0, 0.0);
+        std::vector<std::vector<double>> group_sums(3 * static_cast<std::size_t>(groups - 1));
+        for (std::size_t j = 0; j < group_sums.size(); ++j)
+            group_sums[j].assign(j % 3 < 2 || opt_.illumination ? cells : 0, 0.0);
+        auto sums = [&](int group, int which) -> double* {  // which: 0 prev, 1 next, 2 illumination
+            std::vector<double>& v = group ? group_sums[3 * static_cast<std::size_t>(group - 1) + which]
+                                           : (which == 0 ? sum_prev_ : which == 1 ? sum_next_ : illumination_);
+            return v.empty() ? nullptr : v.data();
+        };
         AdjointResult out{sum_prev_, sum_next_, illumination_, {}};
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
@@ -114,11 +125,14 @@ public:
                 for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
                 out.grad_wavelet_internal[si][m] = acc;
             }
-            const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                sum_prev_.data(), sum_next_.data(), level_scales(prev, m),
-                                                level_scales(next, m + 1),
-                                                illumination_.empty() ? nullptr : illumination_.data()};
-            if (prev || next) k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img);
+            for (int group = 0; group < groups && (prev || next); ++group) {
+                const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
+                                                    sums(group, 0), sums(group, 1), level_scales(prev, m),
+                                                    level_scales(next, m + 1), sums(group, 2)};
+                k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img,
+                                                     static_cast<int>(shot_group_begin(n_shots(), groups, group)),
+                                                     static_cast<int>(shot_group_begin(n_shots(), groups, group + 1)));
+            }
             k::cpu::adjoint_e_prepare<T>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
@@ -172,6 +186,13 @@ public:
         } else {
             for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
         }
+        for (int group = 1; group < groups; ++group)
+            for (int which = 0; which < 3; ++which)
+                if (const double* add = sums(group, which)) {
+                    double* to = sums(0, which);
+#pragma omp parallel for schedule(static)
+                    for (std::size_t i = 0; i < cells; ++i) to[i] += add[i];
+                }
         return out;
     }
 
@@ -231,6 +252,7 @@ private:
         return scales_.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
     }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
+    std::size_t n_shots() const { return s_.shots.size(); }
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
     /// Throws NumericalBlowup if any shot's `field` holds NaN or Inf.
@@ -262,9 +284,10 @@ CpuPropagator::CpuPropagator(const PropagatorOptions& options) : EnginePropagato
     options_.validate();
 }
 
-std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup, bool) {
-    return dispatch_kernel_types(options_, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
-        return std::make_unique<CpuEngine<T, ORDER, Stored>>(setup, options_);
+std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
+                                                   bool) {
+    return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
+        return std::make_unique<CpuEngine<T, ORDER, Stored>>(setup, options);
     });
 }
 

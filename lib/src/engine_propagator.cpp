@@ -9,6 +9,8 @@
 #include "gprfwi/engine.hpp"
 
 #include <chrono>
+#include <exception>
+#include <thread>
 
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/material.hpp"
@@ -49,18 +51,135 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// ca, cb as the engine used them (rounded to the arithmetic type).
 double as_used(double v, Precision p) { return p == Precision::single ? static_cast<double>(static_cast<float>(v)) : v; }
 
+/// Runs fn(group) for every group: where `concurrent`, at once, groups 1..
+/// on host threads of their own and group 0 on this one, else in turn.
+/// Waits for all before it rethrows the first group's exception (in group
+/// order), so that nothing runs on when it returns.
+template <typename Fn>
+void for_each_group(int groups, bool concurrent, Fn&& fn) {
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(groups));
+    auto run = [&](int g) {
+        try {
+            fn(g);
+        } catch (...) {
+            errors[static_cast<std::size_t>(g)] = std::current_exception();
+        }
+    };
+    std::vector<std::thread> threads;
+    std::vector<int> here{0};  // the groups this thread runs
+    for (int g = 1; g < groups; ++g) {
+        if (concurrent) try {
+                threads.emplace_back(run, g);
+                continue;
+            } catch (const std::system_error&) {  // no thread to be had: run it here, after the others
+            }
+        here.push_back(g);
+    }
+    for (int g : here) run(g);
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
 }  // namespace
+
+/// A batch's shot groups: each group's setup (the batch's, with its shots
+/// only) and options (the batch's; progress reported by group 0 alone, whose
+/// steps keep pace with the others'), and its engine. With one group, the
+/// batch's own setup.
+class EnginePropagator::ShotGroups {
+public:
+    ShotGroups(EnginePropagator& p, const PropagationSetup& batch, bool keep_levels)
+        : batch_(batch), concurrent_(p.concurrent_groups()),
+          n_(concurrent_ ? resolve_shot_groups(p.options_, batch.shots.size(), batch.grid) : 1) {
+        const int n = n_;
+        if (n > 1)
+            for (int g = 0; g < n; ++g) {
+                PropagationSetup part = batch;  // (the coefficients too: each engine converts its own)
+                part.shots.assign(batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g)),
+                                  batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
+                part.first_shot = batch.first_shot + static_cast<int>(begin(g));
+                parts_.push_back(std::move(part));
+            }
+        options_.assign(static_cast<std::size_t>(n), p.options_);
+        for (int g = 0; g < n && n > 1; ++g) {
+            options_[static_cast<std::size_t>(g)].shot_groups = 1;  // (an engine runs one group)
+            if (g > 0) options_[static_cast<std::size_t>(g)].progress = nullptr;
+        }
+        for (int g = 0; g < n; ++g)
+            engines_.push_back(p.make_engine(n > 1 ? parts_[static_cast<std::size_t>(g)] : batch,
+                                             options_[static_cast<std::size_t>(g)], keep_levels));
+    }
+    int size() const { return static_cast<int>(engines_.size()); }
+    Engine& engine(int g) { return *engines_[static_cast<std::size_t>(g)]; }
+    /// The first shot of group g in the batch.
+    std::size_t begin(int g) const { return shot_group_begin(batch_.shots.size(), n_, g); }
+    /// fn(g, engine) for every group, at once where the backend can.
+    template <typename Fn>
+    void each(Fn&& fn) {
+        for_each_group(size(), concurrent_, [&](int g) { fn(g, engine(g)); });
+    }
+    /// The batch's internal traces from the groups'.
+    InternalTraces join(std::vector<InternalTraces>&& parts) const {
+        InternalTraces all;
+        for (InternalTraces& p : parts)
+            for (auto& shot : p) all.push_back(std::move(shot));
+        return all;
+    }
+    /// Group g's share of the batch's internal traces.
+    InternalTraces slice(const InternalTraces& all, int g) const {
+        return InternalTraces(all.begin() + static_cast<std::ptrdiff_t>(begin(g)),
+                              all.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
+    }
+    /// Where the groups kept their levels: one text where all agree.
+    std::string level_storage() {
+        std::string all = engine(0).level_storage();
+        bool same = true;
+        for (int g = 1; g < size(); ++g) same = same && engine(g).level_storage() == all;
+        if (same) return all;
+        all.clear();
+        for (int g = 0; g < size(); ++g)
+            all += (g ? "; " : "") + ("shot group " + std::to_string(g + 1) + ": ") + engine(g).level_storage();
+        return all;
+    }
+
+private:
+    const PropagationSetup& batch_;
+    bool concurrent_;
+    int n_;
+    std::vector<PropagationSetup> parts_;
+    std::vector<PropagatorOptions> options_;
+    std::vector<std::unique_ptr<Engine>> engines_;  // (after what they refer to: destroyed first)
+};
+
+int resolve_shot_groups(const PropagatorOptions& o, std::size_t shots, const PaddedGrid& grid) {
+    const int most = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(shots, kMaxShotGroups)));
+    if (o.shot_groups > 0) return std::min(o.shot_groups, most);
+    const auto storage = o.snapshots.storage;
+    const bool small = static_cast<long long>(grid.nx) * grid.nz <= (1LL << 22);
+    return o.precision == Precision::single && shots >= 4 && small && storage != SnapshotStorage::host &&
+                   storage != SnapshotStorage::disk
+               ? 2
+               : 1;
+}
+
+std::size_t shot_group_begin(std::size_t shots, int groups, int group) {
+    return shots * static_cast<std::size_t>(group) / static_cast<std::size_t>(groups);
+}
 
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    auto engine = make_engine(s, false);
+    ShotGroups groups(*this, s, false);
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    const InternalTraces internal = engine->forward(false);
+    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
+    const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
-    timings_.forward_paired_share = engine->forward_paired_share();
+    timings_.shot_groups = resolve_shot_groups(options_, s.shots.size(), s.grid);
+    timings_.forward_paired_share = groups.engine(0).forward_paired_share();
     t0 = std::chrono::steady_clock::now();
     Traces out = to_user(s, internal, survey.nt);
     timings_.other_s = seconds_since(t0);
@@ -71,14 +190,17 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
     const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    auto engine = make_engine(s, true);
+    ShotGroups groups(*this, s, true);
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    const InternalTraces internal = engine->forward(true);
+    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
+    const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
-    timings_.level_storage = engine->level_storage();
-    timings_.imaging_steps = engine->imaging_steps();
-    timings_.forward_paired_share = engine->forward_paired_share();
+    timings_.shot_groups = resolve_shot_groups(options_, s.shots.size(), s.grid);
+    timings_.level_storage = groups.level_storage();
+    timings_.imaging_steps = groups.engine(0).imaging_steps();
+    timings_.forward_paired_share = groups.engine(0).forward_paired_share();
     t0 = std::chrono::steady_clock::now();
     GradientResult out;
     out.synthetic = to_user(s, internal, survey.nt);
@@ -88,31 +210,49 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     const InternalTraces r_internal = to_internal_adjoint(s, adjoint_source);
     timings_.other_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    const AdjointResult a = engine->adjoint(r_internal);
+    std::vector<AdjointResult> a(static_cast<std::size_t>(groups.size()));
+    groups.each([&](int g, Engine& e) { a[static_cast<std::size_t>(g)] = e.adjoint(groups.slice(r_internal, g)); });
     timings_.adjoint_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
 
+    // the groups' sums, added in group order
+    auto summed = [&](std::span<const double> AdjointResult::* sum, std::size_t i) {
+        double v = (a[0].*sum)[i];
+        for (std::size_t g = 1; g < a.size(); ++g) v += (a[g].*sum)[i];
+        return v;
+    };
     // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
-    std::vector<double> g_eps(a.g_prev.size(), 0.0), g_sig(a.g_prev.size(), 0.0);
+    const std::size_t nodes = a[0].g_prev.size();
+    std::vector<double> g_eps(nodes, 0.0), g_sig(nodes, 0.0);
     for (int iz = 0; iz < s.grid.nz; ++iz)
         for (int ix = 0; ix < s.grid.nx; ++ix) {
             const int mz = s.model_row(iz), mx = s.model_col(ix);
             const std::size_t i = s.grid.index(iz, ix);
             const double ca = as_used(s.ca[i], options_.precision), cb = as_used(s.cb[i], options_.precision);
-            const double grad_ca = a.g_prev[i];
-            const double grad_cb = (a.g_next[i] - ca * a.g_prev[i]) / cb;
+            const double grad_ca = summed(&AdjointResult::g_prev, i);
+            const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
             const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
             g_eps[i] = grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r;
             g_sig[i] = grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma;
         }
     out.grad_eps_r = fold_to_model(s, g_eps);
     out.grad_sigma = fold_to_model(s, g_sig);
-    if (!a.illumination.empty()) out.illumination = fold_to_model(s, a.illumination);
-    out.grad_wavelet.resize(s.shots.size());
-    for (std::size_t si = 0; si < s.shots.size(); ++si) {
-        out.grad_wavelet[si].assign(survey.nt, 0.0);
-        s.upsample.apply_transpose(a.grad_wavelet_internal[si].data(), out.grad_wavelet[si].data());
+    if (!a[0].illumination.empty()) {
+        if (a.size() == 1) {
+            out.illumination = fold_to_model(s, a[0].illumination);
+        } else {
+            std::vector<double> energy(nodes);
+            for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(&AdjointResult::illumination, i);
+            out.illumination = fold_to_model(s, energy);
+        }
     }
+    out.grad_wavelet.resize(s.shots.size());
+    for (int g = 0; g < groups.size(); ++g)
+        for (std::size_t si = groups.begin(g); si < groups.begin(g + 1); ++si) {
+            out.grad_wavelet[si].assign(survey.nt, 0.0);
+            s.upsample.apply_transpose(a[static_cast<std::size_t>(g)].grad_wavelet_internal[si - groups.begin(g)].data(),
+                                       out.grad_wavelet[si].data());
+        }
     timings_.other_s += seconds_since(t0);
     return out;
 }
@@ -147,12 +287,16 @@ MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::
     // (kernels::cuda::step_pair_applies; in a gradient only with every
     // uncompressed level kept), a middle buffer of 4 arrays: counted for
     // every such GPU run, an upper bound.
+    // Each shot group (resolve_shot_groups) has its own accumulators, and on
+    // a GPU its own coefficients (an engine a group).
     const bool cpu = options.backend == BackendKind::cpu;
     const bool pairs = !cpu && (!gradient || (options.snapshots.compression == SnapshotCompression::none &&
                                               !options.snapshots.checkpoint_steps && !options.snapshots.binomial_slots));
-    e.fields_bytes = 3 * g.storage_size() * word + ((cpu ? 7 : 11) + (pairs ? 4 : 0)) * level * word;
+    const std::size_t groups = static_cast<std::size_t>(resolve_shot_groups(options, shots, g));
+    e.fields_bytes = (cpu ? 1 : groups) * 3 * g.storage_size() * word + ((cpu ? 7 : 11) + (pairs ? 4 : 0)) * level * word;
     if (gradient) {
-        e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word + (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
+        e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word +
+                          groups * (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
         if (!cpu) e.fields_bytes += level * word / 16 * sizeof(int);
         const auto c = options.snapshots.compression;
         const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;

@@ -79,6 +79,9 @@ void PropagatorOptions::validate() const {
         throw InvalidArgument(fmt::format("binomial checkpointing recomputes every level and keeps the gradient exact: "
                                           "it needs snapshot interval 1, got {}", snapshots.interval));
     if (device < -1) throw InvalidArgument(fmt::format("device must be >= 0, or -1 for automatic, got {}", device));
+    if (shot_groups < 0 || shot_groups > kMaxShotGroups)
+        throw InvalidArgument(
+            fmt::format("shot groups must be 0 (automatic) or 1 to {}, got {}", kMaxShotGroups, shot_groups));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));
 }

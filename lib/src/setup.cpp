@@ -120,7 +120,7 @@ void throw_blowup(const PropagationSetup& s, const char* what, int shot, int ste
     throw NumericalBlowup(fmt::format(
         "NaN or Inf in {} of shot {} at internal step {} of {} (user sample {}, t = {:.6g} s); "
         "dt_internal = {:.6g} s, CFL limit {:.6g} s",
-        what, shot, step, s.time.nt_internal, step / s.time.ratio, (step + 1) * s.time.dt_internal,
+        what, s.first_shot + shot, step, s.time.nt_internal, step / s.time.ratio, (step + 1) * s.time.dt_internal,
         s.time.dt_internal, s.time.dt_max));
 }
 
