@@ -232,6 +232,20 @@ RunTimings expect_gpu_matches_cpu(PropagatorOptions opt, const Model& model, con
     return gpu->last_timings();
 }
 
+// Options of stencil `order` on an uneven CPML, with the kept levels'
+// precision, compression, storage and checkpointing of a test case.
+PropagatorOptions level_options(int order, Precision precision, SnapshotCompression compression,
+                                SnapshotStorage storage, int checkpoint_steps, int binomial_slots) {
+    PropagatorOptions opt = test::double_options(order, 0);
+    opt.cpml.widths = {9, 12, 10, 11};
+    opt.precision = precision;
+    opt.snapshots.compression = compression;
+    opt.snapshots.storage = storage;
+    opt.snapshots.checkpoint_steps = checkpoint_steps;
+    opt.snapshots.binomial_slots = binomial_slots;
+    return opt;
+}
+
 // Device memory filled with NaN when allocated (GPRFWI_POISON_DEVICE_MEMORY):
 // a kernel that reads a node before anything wrote it (a halo, a level slot,
 // a CPML memory) turns the traces or gradients into NaN. Without the option
@@ -265,13 +279,8 @@ TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
         const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
         Survey survey = test::random_survey(g, 3, 2, 3, 160, 3e8, dt, 19);
         survey.shots[0].sources.front().position = Position{0.0, 0.0};  // on the edge: read the halo
-        PropagatorOptions opt = test::double_options(c.order, 0);
-        opt.cpml.widths = {9, 12, 10, 11};
-        opt.precision = c.precision;
-        opt.snapshots.compression = c.compression;
-        opt.snapshots.storage = c.storage;
-        opt.snapshots.checkpoint_steps = c.checkpoint_steps;
-        opt.snapshots.binomial_slots = c.binomial_slots;
+        const PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage,
+                                                    c.checkpoint_steps, c.binomial_slots);
         expect_gpu_matches_cpu(opt, model, truth, survey,
                                std::string("poisoned memory, ") + c.name + ", stencil " + std::to_string(c.order));
     }
@@ -588,13 +597,8 @@ TEST(CudaBackend, ShotGroupsMatchTheCpuBitwise) {
     for (const Case& c : cases) {
         const double dt = 0.9 * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), c.order);
         const Survey survey = test::random_survey(g, 5, 2, 4, 160, 3e8, dt, 23);
-        PropagatorOptions opt = test::double_options(c.order, 0);
-        opt.cpml.widths = {9, 12, 10, 11};
-        opt.precision = c.precision;
-        opt.snapshots.compression = c.compression;
-        opt.snapshots.storage = c.storage;
-        opt.snapshots.checkpoint_steps = c.checkpoint_steps;
-        opt.snapshots.binomial_slots = c.binomial_slots;
+        PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage, c.checkpoint_steps,
+                                              c.binomial_slots);
         opt.shot_groups = c.groups;
         opt.illumination = true;
         CpuPropagator cpu(opt);
