@@ -96,18 +96,13 @@ public:
         // group (resolve_shot_groups) sums into its own, the groups' added in group order at the end, as
         // EnginePropagator adds those of engines that run at once (group 0's are these)
         const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
-        sum_prev_.assign(cells, 0.0);
-        sum_next_.assign(cells, 0.0);
-        illumination_.assign(opt_.illumination ? cells : 0, 0.0);
-        std::vector<std::vector<double>> group_sums(3 * static_cast<std::size_t>(groups - 1));
-        for (std::size_t j = 0; j < group_sums.size(); ++j)
-            group_sums[j].assign(j % 3 < 2 || opt_.illumination ? cells : 0, 0.0);
-        auto sums = [&](int group, int which) -> double* {  // which: 0 prev, 1 next, 2 illumination
-            std::vector<double>& v = group ? group_sums[3 * static_cast<std::size_t>(group - 1) + which]
-                                           : (which == 0 ? sum_prev_ : which == 1 ? sum_next_ : illumination_);
-            return v.empty() ? nullptr : v.data();
-        };
-        AdjointResult out{sum_prev_, sum_next_, illumination_, {}};
+        sums_.resize(static_cast<std::size_t>(groups));
+        for (Sums& sum : sums_) {
+            sum.prev.assign(cells, 0.0);
+            sum.next.assign(cells, 0.0);
+            sum.illumination.assign(opt_.illumination ? cells : 0, 0.0);
+        }
+        AdjointResult out{sums_[0].prev, sums_[0].next, sums_[0].illumination, {}};
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
         const auto x = x_.view(), z = z_.view();
@@ -126,12 +121,13 @@ public:
                 out.grad_wavelet_internal[si][m] = acc;
             }
             for (int group = 0; group < groups && (prev || next); ++group) {
+                Sums& sum = sums_[static_cast<std::size_t>(group)];
                 const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                    sums(group, 0), sums(group, 1), level_scales(prev, m),
-                                                    level_scales(next, m + 1), sums(group, 2)};
-                k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img,
-                                                     static_cast<int>(shot_group_begin(n_shots(), groups, group)),
-                                                     static_cast<int>(shot_group_begin(n_shots(), groups, group + 1)));
+                                                    sum.prev.data(), sum.next.data(), level_scales(prev, m),
+                                                    level_scales(next, m + 1),
+                                                    sum.illumination.empty() ? nullptr : sum.illumination.data()};
+                const auto first = [&](int gr) { return static_cast<int>(shot_group_begin(s_.shots.size(), groups, gr)); };
+                k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img, first(group), first(group + 1));
             }
             k::cpu::adjoint_e_prepare<T>(g_, materials(), x, z, fields, scratch);
             k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
@@ -186,13 +182,13 @@ public:
         } else {
             for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
         }
-        for (int group = 1; group < groups; ++group)
-            for (int which = 0; which < 3; ++which)
-                if (const double* add = sums(group, which)) {
-                    double* to = sums(0, which);
+        for (std::size_t group = 1; group < sums_.size(); ++group)
+            for (auto part : {&Sums::prev, &Sums::next, &Sums::illumination}) {
+                std::vector<double>& to = sums_[0].*part;
+                const std::vector<double>& add = sums_[group].*part;
 #pragma omp parallel for schedule(static)
-                    for (std::size_t i = 0; i < cells; ++i) to[i] += add[i];
-                }
+                for (std::size_t i = 0; i < to.size(); ++i) to[i] += add[i];
+            }
         return out;
     }
 
@@ -252,7 +248,6 @@ private:
         return scales_.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
     }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
-    std::size_t n_shots() const { return s_.shots.size(); }
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
 
     /// Throws NumericalBlowup if any shot's `field` holds NaN or Inf.
@@ -275,7 +270,12 @@ private:
     std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
     bool kept_ = false;
     std::vector<double> scales_;  // [kept level][shot], fp8 only
-    std::vector<double> sum_prev_, sum_next_, illumination_;  // the last adjoint's sums (AdjointResult views them)
+    /// The last adjoint's per-node sums of a shot group; group 0's hold the
+    /// batch's at the end, which AdjointResult views.
+    struct Sums {
+        std::vector<double> prev, next, illumination;
+    };
+    std::vector<Sums> sums_;
 };
 
 }  // namespace

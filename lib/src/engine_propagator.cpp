@@ -83,34 +83,39 @@ void for_each_group(int groups, bool concurrent, Fn&& fn) {
 
 }  // namespace
 
-/// A batch's shot groups: each group's setup (the batch's, with its shots
-/// only) and options (the batch's; progress reported by group 0 alone, whose
-/// steps keep pace with the others'), and its engine. With one group, the
-/// batch's own setup.
+/// A batch's shot groups and their engines: where the backend runs engines
+/// at once, an engine a group, with the group's setup (the batch's, with its
+/// shots only) and options (the batch's, as one group; progress reported by
+/// group 0 alone, whose steps keep pace with the others'); else one engine
+/// for the batch, which keeps the groups' sums itself.
 class EnginePropagator::ShotGroups {
 public:
     ShotGroups(EnginePropagator& p, const PropagationSetup& batch, bool keep_levels)
         : batch_(batch), concurrent_(p.concurrent_groups()),
-          n_(concurrent_ ? resolve_shot_groups(p.options_, batch.shots.size(), batch.grid) : 1) {
-        const int n = n_;
-        if (n > 1)
-            for (int g = 0; g < n; ++g) {
-                PropagationSetup part = batch;  // (the coefficients too: each engine converts its own)
-                part.shots.assign(batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g)),
-                                  batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
-                part.first_shot = batch.first_shot + static_cast<int>(begin(g));
-                parts_.push_back(std::move(part));
-            }
-        options_.assign(static_cast<std::size_t>(n), p.options_);
-        for (int g = 0; g < n && n > 1; ++g) {
-            options_[static_cast<std::size_t>(g)].shot_groups = 1;  // (an engine runs one group)
-            if (g > 0) options_[static_cast<std::size_t>(g)].progress = nullptr;
+          groups_(resolve_shot_groups(p.options_, batch.shots.size(), batch.grid)), n_(concurrent_ ? groups_ : 1) {
+        options_.assign(static_cast<std::size_t>(n_), p.options_);
+        if (n_ == 1) {
+            engines_.push_back(p.make_engine(batch, options_[0], keep_levels));
+            return;
         }
-        for (int g = 0; g < n; ++g)
-            engines_.push_back(p.make_engine(n > 1 ? parts_[static_cast<std::size_t>(g)] : batch,
-                                             options_[static_cast<std::size_t>(g)], keep_levels));
+        for (int g = 0; g < n_; ++g) {
+            PropagationSetup part = batch;  // (the coefficients too: each engine converts its own)
+            part.shots.assign(batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g)),
+                              batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
+            part.first_shot = batch.first_shot + static_cast<int>(begin(g));
+            parts_.push_back(std::move(part));
+            PropagatorOptions& o = options_[static_cast<std::size_t>(g)];
+            o.shot_groups = 1;
+            if (g > 0) o.progress = nullptr;
+        }
+        for (int g = 0; g < n_; ++g)
+            engines_.push_back(p.make_engine(parts_[static_cast<std::size_t>(g)], options_[static_cast<std::size_t>(g)],
+                                             keep_levels));
     }
-    int size() const { return static_cast<int>(engines_.size()); }
+    /// The batch's shot groups (resolve_shot_groups).
+    int groups() const { return groups_; }
+    /// Its engines: the groups, or one.
+    int size() const { return n_; }
     Engine& engine(int g) { return *engines_[static_cast<std::size_t>(g)]; }
     /// The first shot of group g in the batch.
     std::size_t begin(int g) const { return shot_group_begin(batch_.shots.size(), n_, g); }
@@ -146,7 +151,7 @@ public:
 private:
     const PropagationSetup& batch_;
     bool concurrent_;
-    int n_;
+    int groups_, n_;
     std::vector<PropagationSetup> parts_;
     std::vector<PropagatorOptions> options_;
     std::vector<std::unique_ptr<Engine>> engines_;  // (after what they refer to: destroyed first)
@@ -178,7 +183,7 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
     const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
-    timings_.shot_groups = resolve_shot_groups(options_, s.shots.size(), s.grid);
+    timings_.shot_groups = groups.groups();
     timings_.forward_paired_share = groups.engine(0).forward_paired_share();
     t0 = std::chrono::steady_clock::now();
     Traces out = to_user(s, internal, survey.nt);
@@ -197,7 +202,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
     const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
-    timings_.shot_groups = resolve_shot_groups(options_, s.shots.size(), s.grid);
+    timings_.shot_groups = groups.groups();
     timings_.level_storage = groups.level_storage();
     timings_.imaging_steps = groups.engine(0).imaging_steps();
     timings_.forward_paired_share = groups.engine(0).forward_paired_share();
