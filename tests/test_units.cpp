@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -263,6 +264,41 @@ TEST(Wavelet, RickerPeaksAtItsDelayAndHasItsDominantFrequency) {
     // the Ricker spectrum (f/fp)^2 exp(-(f/fp)^2) is 1% of its peak at f = 2.76 fp
     EXPECT_NEAR(highest_frequency(w, dt, 0.01), 2.76 * f, 0.03 * f);
     EXPECT_THROW(ricker(10, dt, -1.0), InvalidArgument);
+}
+
+// The spectrum behind dominant_frequency and highest_frequency comes from an
+// FFT (the signal folded modulo the FFT's length where it is longer): its
+// answers are those of the direct sum over the same frequencies, for short
+// records, long ones and ones longer than the FFT (36,000 samples).
+TEST(Wavelet, SpectrumByFftMatchesTheDirectSum) {
+    auto direct = [](const std::vector<double>& s, double dt) {
+        const int points = static_cast<int>(std::clamp<std::size_t>(4 * s.size(), 1024, 16384));
+        std::vector<double> a(static_cast<std::size_t>(points) + 1);
+        for (int k = 0; k <= points; ++k) {
+            std::complex<double> acc = 0, phase = 1.0;
+            const std::complex<double> step = std::polar(1.0, -kPi * k / points);
+            for (const double v : s) {
+                acc += v * phase;
+                phase *= step;
+            }
+            a[static_cast<std::size_t>(k)] = std::abs(acc);
+        }
+        const auto best = std::max_element(a.begin() + 1, a.end()) - a.begin();
+        const double peak = *std::max_element(a.begin(), a.end());
+        int high = points;
+        while (high > 0 && a[static_cast<std::size_t>(high)] < 0.01 * peak) --high;
+        return std::pair{0.5 / dt * static_cast<double>(best) / points, 0.5 / dt * high / points};
+    };
+    std::mt19937 rng(7);
+    std::normal_distribution<double> noise(0.0, 0.01);
+    for (const int nt : {300, 2500, 36000}) {
+        const double dt = 1e-11;
+        auto w = ricker(nt, dt, 1.7e8, 2e-8, 1.0);
+        for (double& v : w) v += noise(rng);
+        const auto [dominant, highest] = direct(w, dt);
+        EXPECT_DOUBLE_EQ(dominant_frequency(w, dt), dominant) << nt << " samples";
+        EXPECT_DOUBLE_EQ(highest_frequency(w, dt, 0.01), highest) << nt << " samples";
+    }
 }
 
 TEST(TimeStepping, SubStepsWhenDtExceedsTheLimit) {
