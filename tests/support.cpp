@@ -1,6 +1,10 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <random>
 
 #include "gprfwi/constants.hpp"
@@ -100,6 +104,71 @@ PropagatorOptions double_options(int order, int pml) {
     o.stencil_order = order;
     o.cpml.widths = PmlWidths::uniform(pml);
     return o;
+}
+
+std::vector<Call> changing_calls(int order) {
+    const Grid g{60, 48, 0.02, 0.025}, other{72, 41, 0.02, 0.025};
+    const Model a = heterogeneous_model(g, 5), b = heterogeneous_model(g, 6), c = heterogeneous_model(other, 7);
+    const double dt = 0.9 * cfl_limit(g, 2.0, order);  // (2: the models' least eps_r)
+    const Survey four = random_survey(g, 4, 1, 3, 160, 3e8, dt, 11);
+    const Survey two = random_survey(g, 2, 2, 5, 160, 4e8, dt, 12);
+    const Survey six_longer = random_survey(g, 6, 1, 2, 200, 3e8, dt, 13);
+    const Survey three_other_grid = random_survey(other, 3, 1, 4, 180, 3e8, dt, 14);
+    std::vector<Call> calls;
+    auto add = [&](std::string what, const Model& m, const Survey& s, bool gradient, bool illumination = false) {
+        calls.push_back({std::move(what), m, s, random_traces(s, static_cast<std::uint32_t>(calls.size())), gradient,
+                         illumination});
+    };
+    add("gradient, model a, 4 shots", a, four, true);
+    add("gradient, model b", b, four, true);
+    add("forward, model b", b, four, false);
+    add("gradient, 2 shots, other receivers and wavelets", a, two, true);
+    add("gradient, 6 shots, 200 steps, illumination", b, six_longer, true, true);
+    add("forward, 2 shots", b, two, false);
+    add("gradient, another grid", c, three_other_grid, true);
+    add("gradient, the first grid again", a, four, true);
+    return calls;
+}
+
+namespace {
+std::vector<double> flat(const Traces& t) {
+    std::vector<double> v;
+    for (const auto& s : t) v.insert(v.end(), s.samples().begin(), s.samples().end());
+    return v;
+}
+}  // namespace
+
+CallResult run_call(Propagator& p, const Call& c) {
+    CallResult r;
+    p.set_illumination(c.illumination);
+    if (!c.gradient) {
+        r.traces = flat(p.forward(c.model, c.survey));
+        return r;
+    }
+    const GradientResult g = p.gradient(c.model, c.survey, c.observed);
+    r.traces = flat(g.synthetic);
+    r.grad_eps_r = g.grad_eps_r.values();
+    r.grad_sigma = g.grad_sigma.values();
+    for (const auto& w : g.grad_wavelet) r.grad_wavelet.insert(r.grad_wavelet.end(), w.begin(), w.end());
+    r.illumination = g.illumination.values();
+    r.misfit = g.misfit;
+    return r;
+}
+
+void expect_bitwise_equal(const CallResult& a, const CallResult& b, const std::string& what) {
+    EXPECT_EQ(a.traces, b.traces) << what;
+    EXPECT_EQ(a.misfit, b.misfit) << what;
+    EXPECT_EQ(a.grad_eps_r, b.grad_eps_r) << what;
+    EXPECT_EQ(a.grad_sigma, b.grad_sigma) << what;
+    EXPECT_EQ(a.grad_wavelet, b.grad_wavelet) << what;
+    EXPECT_EQ(a.illumination, b.illumination) << what;
+}
+
+std::size_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace gprfwi::test

@@ -3,6 +3,7 @@
 // and random traces, and small vector helpers.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gprfwi/model.hpp"
@@ -39,5 +40,35 @@ double norm(const Traces& a);
 double relative_difference(const Traces& a, const Traces& b);
 
 PropagatorOptions double_options(int order, int pml);
+
+/// One call of a propagator: forward, or gradient against `observed`, with
+/// or without the illumination.
+struct Call {
+    std::string what;
+    Model model;
+    Survey survey;
+    Traces observed;
+    bool gradient = true;
+    bool illumination = false;
+};
+
+/// Calls that change, from one to the next, everything a propagator keeps
+/// between calls: the model, the receivers and wavelets, fewer and then more
+/// shots than at first, a longer record, the illumination, forward-only
+/// calls between gradients, another grid and back (stencil `order`).
+std::vector<Call> changing_calls(int order);
+
+/// What a call returned, flattened.
+struct CallResult {
+    std::vector<double> traces, grad_eps_r, grad_sigma, grad_wavelet, illumination;
+    double misfit = 0;
+};
+CallResult run_call(Propagator& p, const Call& c);
+
+/// GoogleTest expectations that a and b are bitwise equal (`what` in the messages).
+void expect_bitwise_equal(const CallResult& a, const CallResult& b, const std::string& what);
+
+/// The process's resident memory, bytes (Linux: /proc/self/statm).
+std::size_t resident_bytes();
 
 }  // namespace gprfwi::test

@@ -39,10 +39,10 @@ namespace {
 
 namespace k = kernels;
 
-/// Whether GPRFWI_POISON_DEVICE_MEMORY=1 asks for every new device array
-/// filled with bytes 0xFF (NaN in every floating-point type), so that
-/// anything read before it is written shows in the results (the GPU tests
-/// use it).
+/// Whether GPRFWI_POISON_DEVICE_MEMORY=1 asks for every device array filled
+/// with bytes 0xFF (NaN in every floating-point type) when it is allocated
+/// and again at each call's start, so that anything read before the call
+/// wrote it shows in the results (the GPU tests use it).
 bool poison_device_memory() {
     const char* v = std::getenv("GPRFWI_POISON_DEVICE_MEMORY");
     return v && std::string_view(v) == "1";
@@ -53,10 +53,9 @@ bool poison_device_memory() {
 /// device and pageable memory reach about 4.5 GB/s on the H200's host (the
 /// 17 MB of a 1000^2 gradient's two sums took 3.6-4.2 ms, 1% of a 2000-step
 /// gradient's time loops); page-locked memory takes the link's full speed.
-/// Pinning memory costs about as much as the copies it speeds up, and an
-/// inversion makes an engine for each gradient call, so the blocks are
-/// never unpinned: the pool holds at most what the engines alive at one
-/// time borrowed, and the process's end frees it.
+/// Pinning memory costs about as much as the copies it speeds up, so the
+/// blocks are never unpinned: the pool holds at most what the engines alive
+/// at one time borrowed, and the process's end frees it.
 class PinnedPool {
 public:
     /// A block of at least `bytes`: a free one if there is one, else a new one.
@@ -95,20 +94,30 @@ private:
     std::multimap<std::size_t, void*> free_;  // by size
 };
 
-/// Values of T in a block borrowed from the PinnedPool, given back at the end.
+/// Values of T in a block borrowed from the PinnedPool, given back at the
+/// end; resize() borrows a larger block only where the one it has is too small.
 template <typename T>
 class PinnedArray {
 public:
-    PinnedArray() = default;
-    explicit PinnedArray(std::size_t n) : n_(n) {
-        if (!n) return;
-        std::size_t bytes = 0;
-        void* block = PinnedPool::borrow(n * sizeof(T), bytes);
-        p_ = {static_cast<T*>(block), GiveBack{bytes}};
-    }
     T* get() const { return p_.get(); }
     std::size_t size() const { return n_; }
     std::span<const T> view() const { return {p_.get(), n_}; }
+    /// Holds n values from now on (the values kept where the block holds n).
+    void resize(std::size_t n) {
+        if (n > p_.get_deleter().bytes / sizeof(T) || !p_) {
+            p_.reset();
+            if (n) {
+                std::size_t bytes = 0;
+                void* block = PinnedPool::borrow(n * sizeof(T), bytes);
+                p_ = {static_cast<T*>(block), GiveBack{bytes}};
+            }
+        }
+        n_ = n;
+    }
+    void release() {
+        p_.reset();
+        n_ = 0;
+    }
 
 private:
     struct GiveBack {
@@ -119,226 +128,37 @@ private:
     std::size_t n_ = 0;
 };
 
-/// An owning device array; `bytes` adds its size to the engine's total.
-/// Its constructors return with their device work done: cudaMemset and a
-/// cudaMemcpy from pageable host memory run on the legacy default stream,
-/// which the engine's non-blocking stream does not wait for, and may return
-/// before they have reached the device memory (the runtime API's
-/// "API synchronization behavior").
-template <typename T>
-class DeviceArray {
+/// Page-locked host memory of an engine's own (the kept levels of `host` and
+/// `disk` storage), freed when it goes or grows.
+class PinnedBlock {
 public:
-    DeviceArray() = default;
-    DeviceArray(std::size_t n, std::size_t& bytes) : n_(n) {
-        if (n == 0) return;
-        GPRFWI_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
-        bytes += n * sizeof(T);
-        if (poison_device_memory()) {
-            GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
-            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    PinnedBlock() = default;
+    PinnedBlock(const PinnedBlock&) = delete;
+    PinnedBlock& operator=(const PinnedBlock&) = delete;
+    ~PinnedBlock() { release(); }
+    void* get() const { return p_; }
+    /// At least `bytes` from now on; `what` names them in the error.
+    void reserve(std::size_t bytes, const char* what) {
+        if (bytes <= capacity_ && p_) return;
+        release();
+        if (cudaHostAlloc(&p_, bytes, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError();
+            p_ = nullptr;
+            throw OutOfMemory("cannot pin " + std::to_string(bytes >> 20) + " MiB of host memory for " + what +
+                              "; use snapshot compression bf16 or a snapshot interval above 1, or fewer shots per batch");
         }
+        capacity_ = bytes;
     }
-    DeviceArray(const std::vector<T>& host, std::size_t& bytes) : DeviceArray(host.size(), bytes) {
-        if (!n_) return;
-        GPRFWI_CUDA_CHECK(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-    }
-    DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-    DeviceArray& operator=(DeviceArray&& o) noexcept {
-        std::swap(p_, o.p_);
-        std::swap(n_, o.n_);
-        return *this;
-    }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    ~DeviceArray() {
-        if (p_) cudaFree(p_);
-    }
-    T* get() const { return p_; }
-    std::size_t size() const { return n_; }
-    void zero(cudaStream_t s) const {
-        if (n_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(p_, 0, n_ * sizeof(T), s));
-    }
-    /// Queues a copy into `host` (page-locked, at least n values) on stream s;
-    /// it has landed once the stream is synchronised.
-    void download_async(const PinnedArray<T>& host, cudaStream_t s) const {
-        if (host.size() < n_) throw Error("DeviceArray::download_async: the host buffer is smaller than the array");
-        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host.get(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
-    }
-    std::vector<T> download() const {
-        std::vector<T> h(n_);
-        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
-        return h;
+    void release() {
+        if (p_) cudaFreeHost(p_);
+        p_ = nullptr;
+        capacity_ = 0;
     }
 
 private:
-    T* p_ = nullptr;
-    std::size_t n_ = 0;
+    void* p_ = nullptr;
+    std::size_t capacity_ = 0;
 };
-
-template <typename T>
-std::vector<T> convert(const std::vector<double>& v) {
-    return std::vector<T>(v.begin(), v.end());
-}
-
-/// As convert, padded with zeros to a multiple of 4 values, so that the
-/// kernels may read a CPML profile in whole 16-byte packs.
-template <typename T>
-std::vector<T> convert_padded(const std::vector<double>& v) {
-    std::vector<T> out((v.size() + 3) / 4 * 4, T(0));
-    std::copy(v.begin(), v.end(), out.begin());
-    return out;
-}
-
-/// The value, as T, of every node of `grid` in `field` (padded layout); 0 when they differ.
-template <typename T>
-T uniform_value(const PaddedGrid& grid, const std::vector<double>& field) {
-    const double v = field[grid.index(0, 0)];
-    for (int iz = 0; iz < grid.nz; ++iz)
-        for (int ix = 0; ix < grid.nx; ++ix)
-            if (field[grid.index(iz, ix)] != v) return T(0);
-    return static_cast<T>(v);
-}
-
-template <typename T>
-struct DeviceAxis {
-    DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
-    int low_end = 0, high_begin = 0;
-    DeviceAxis(const CpmlAxisProfile& p, std::size_t& bytes)
-        : ik_int(convert_padded<T>(p.inv_kappa_int), bytes), a_int(convert_padded<T>(p.a_int), bytes),
-          b_int(convert_padded<T>(p.b_int), bytes), ik_half(convert_padded<T>(p.inv_kappa_half), bytes),
-          a_half(convert_padded<T>(p.a_half), bytes), b_half(convert_padded<T>(p.b_half), bytes),
-          low_end(p.strip_low_end),
-          high_begin(p.strip_high_begin) {}
-    k::CpmlAxis<T> view() const {
-        return {ik_int.get(), a_int.get(), b_int.get(), ik_half.get(), a_half.get(), b_half.get(), low_end,
-                high_begin};
-    }
-};
-
-template <typename T>
-struct DeviceFields {
-    DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    /// What a buffer holds of the CPML memories: all, psi_ey_z only (the
-    /// forward's second: the forward step reads it from one buffer and
-    /// writes it to the other, see kernels::cuda::step), or psi_ey_z and
-    /// psi_hx_z (the adjoint's second, likewise); a second buffer shares the
-    /// others with the first.
-    enum class Memories { all, ey_z, z };
-    DeviceFields(std::size_t n, std::size_t& bytes, Memories memories = Memories::all)
-        : ey(n, bytes), hx(n, bytes), hz(n, bytes), psi_ey_x(memories == Memories::all ? n : 0, bytes),
-          psi_ey_z(n, bytes), psi_hz_x(memories == Memories::all ? n : 0, bytes),
-          psi_hx_z(memories != Memories::ey_z ? n : 0, bytes) {}
-    void zero(cudaStream_t s) const {
-        for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
-    }
-    k::TmFields<T> view() const {
-        return {ey.get(), hx.get(), hz.get(), psi_ey_x.get(), psi_ey_z.get(), psi_hz_x.get(), psi_hx_z.get()};
-    }
-};
-
-/// Fields whose steps read Ey, Hx, Hz from one buffer and write them to the
-/// other: buffer b's, with the CPML memories (updated in place) of buffer 0,
-/// except those buffer b has itself.
-template <typename T>
-k::TmFields<T> buffer_view(const std::array<std::optional<DeviceFields<T>>, 2>& f, int b) {
-    k::TmFields<T> v = f[0]->view();
-    v.ey = f[b]->ey.get();
-    v.hx = f[b]->hx.get();
-    v.hz = f[b]->hz.get();
-    if (f[b]->psi_ey_z.get()) v.psi_ey_z = f[b]->psi_ey_z.get();
-    if (f[b]->psi_hx_z.get()) v.psi_hx_z = f[b]->psi_hx_z.get();
-    return v;
-}
-
-/// The batch's point operators, flattened (see kernels::SparseOperators).
-struct DeviceSparse {
-    DeviceArray<int> source_shot, row_shot, row_begin, node_shot, node_begin, node_row, shot_source_begin;
-    DeviceArray<std::size_t> source_index, row_index, node_index;
-    DeviceArray<double> source_weight, row_weight, node_weight, wavelets;
-    k::SparseOperators view{};
-    std::vector<int> host_node_shot;  // the receiver nodes, in (shot, index) order
-    std::vector<std::size_t> host_node_index;
-
-    DeviceSparse(const PropagationSetup& s, std::size_t& bytes) {
-        std::vector<int> src_shot, r_shot, r_begin{0}, n_shot, n_begin{0}, n_row, shot_begin{0};
-        std::vector<std::size_t> src_index, r_index, n_index;
-        std::vector<double> src_weight, r_weight, n_weight, wav;
-        std::map<std::pair<int, std::size_t>, std::vector<std::pair<int, double>>> by_node;  // in (shot, index) order
-        for (std::size_t si = 0; si < s.shots.size(); ++si) {
-            const ShotOperators& op = s.shots[si];
-            for (const PointWeight& pw : op.source) {
-                src_shot.push_back(static_cast<int>(si));
-                src_index.push_back(pw.index);
-                src_weight.push_back(pw.weight);
-            }
-            shot_begin.push_back(static_cast<int>(src_index.size()));
-            for (const auto& rec : op.receivers) {
-                const int row = static_cast<int>(r_shot.size());
-                r_shot.push_back(static_cast<int>(si));
-                for (const PointWeight& pw : rec) {
-                    r_index.push_back(pw.index);
-                    r_weight.push_back(pw.weight);
-                    by_node[std::make_pair(static_cast<int>(si), pw.index)].emplace_back(row, pw.weight);
-                }
-                r_begin.push_back(static_cast<int>(r_index.size()));
-            }
-            wav.insert(wav.end(), op.wavelet_internal.begin(), op.wavelet_internal.end());
-        }
-        for (const auto& [key, entries] : by_node) {
-            n_shot.push_back(key.first);
-            n_index.push_back(key.second);
-            for (const auto& [row, w] : entries) {
-                n_row.push_back(row);
-                n_weight.push_back(w);
-            }
-            n_begin.push_back(static_cast<int>(n_row.size()));
-        }
-        source_shot = DeviceArray<int>(src_shot, bytes);
-        source_index = DeviceArray<std::size_t>(src_index, bytes);
-        source_weight = DeviceArray<double>(src_weight, bytes);
-        row_shot = DeviceArray<int>(r_shot, bytes);
-        row_begin = DeviceArray<int>(r_begin, bytes);
-        row_index = DeviceArray<std::size_t>(r_index, bytes);
-        row_weight = DeviceArray<double>(r_weight, bytes);
-        node_shot = DeviceArray<int>(n_shot, bytes);
-        node_index = DeviceArray<std::size_t>(n_index, bytes);
-        host_node_shot = std::move(n_shot);
-        host_node_index = std::move(n_index);
-        node_begin = DeviceArray<int>(n_begin, bytes);
-        node_row = DeviceArray<int>(n_row, bytes);
-        node_weight = DeviceArray<double>(n_weight, bytes);
-        shot_source_begin = DeviceArray<int>(shot_begin, bytes);
-        wavelets = DeviceArray<double>(wav, bytes);
-        view = {static_cast<int>(src_index.size()), source_shot.get(), source_index.get(), source_weight.get(),
-                static_cast<int>(r_shot.size()), row_shot.get(), row_begin.get(), row_index.get(), row_weight.get(),
-                static_cast<int>(host_node_shot.size()), node_shot.get(), node_index.get(), node_begin.get(), node_row.get(),
-                node_weight.get(), static_cast<int>(s.shots.size()), shot_source_begin.get()};
-    }
-};
-
-/// A scratch folder with one open file, removed with everything in it when
-/// this goes, including when the engine that holds it fails to construct.
-struct ScratchFile {
-    std::filesystem::path folder;
-    int fd = -1;
-    ScratchFile() = default;
-    ScratchFile(const ScratchFile&) = delete;
-    ScratchFile& operator=(const ScratchFile&) = delete;
-    ~ScratchFile() {
-        if (fd >= 0) close(fd);
-        if (!folder.empty()) {
-            std::error_code ignored;
-            std::filesystem::remove_all(folder, ignored);
-        }
-    }
-};
-
-std::string device_name(int device) {
-    cudaDeviceProp p{};
-    GPRFWI_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-    return p.name;
-}
 
 /// What a propagator's engines hold on its device together: the bytes they
 /// have allocated (and the most at once), and the coefficients their L2
@@ -377,6 +197,336 @@ private:
     std::size_t live_ = 0, peak_ = 0, window_ = 0;
 };
 
+/// A cudaMalloc that found too little free memory (which a caller may
+/// answer by giving memory back and trying again).
+struct DeviceAllocationFailed : OutOfMemory {
+    using OutOfMemory::OutOfMemory;
+};
+
+/// The device memory one engine holds: its blocks, counted in its
+/// propagator's DeviceTally too.
+class DeviceBytes {
+public:
+    explicit DeviceBytes(DeviceTally& tally) : tally_(tally) {}
+    DeviceBytes(const DeviceBytes&) = delete;
+    DeviceBytes& operator=(const DeviceBytes&) = delete;
+    void added(void* block, std::size_t bytes) {
+        blocks_.emplace(block, bytes);
+        held_ += bytes;
+        tally_.allocated(bytes);
+    }
+    void removed(void* block) {
+        const auto it = blocks_.find(block);
+        if (it == blocks_.end()) return;
+        held_ -= it->second;
+        tally_.freed(it->second);
+        blocks_.erase(it);
+    }
+    std::size_t held() const { return held_; }
+    /// Fills every block with bytes 0xFF (NaN in every floating-point type) on stream s.
+    void poison(cudaStream_t s) const {
+        for (const auto& [block, bytes] : blocks_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(block, 0xFF, bytes, s));
+    }
+
+private:
+    DeviceTally& tally_;
+    std::map<void*, std::size_t> blocks_;
+    std::size_t held_ = 0;
+};
+
+/// An owning device array of n values, in memory that it keeps while later
+/// sizes fit in it (its capacity) and allocates anew where they do not.
+/// Uploads and clears run on the caller's stream, ordered with its kernels.
+template <typename T>
+class DeviceArray {
+public:
+    DeviceArray() = default;
+    DeviceArray(DeviceArray&& o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), capacity_(std::exchange(o.capacity_, 0)),
+          owner_(std::exchange(o.owner_, nullptr)) {}
+    DeviceArray& operator=(DeviceArray&& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(n_, o.n_);
+        std::swap(capacity_, o.capacity_);
+        std::swap(owner_, o.owner_);
+        return *this;
+    }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    ~DeviceArray() { release(); }
+
+    T* get() const { return p_; }
+    std::size_t size() const { return n_; }
+
+    /// Holds n values from now on: where its memory holds fewer, the memory
+    /// is given back and n values allocated anew (their bytes unspecified,
+    /// or 0xFF where poison_device_memory()); else it is kept, values and
+    /// all. Returns whether it allocated. Throws DeviceAllocationFailed when
+    /// the device has too little free memory.
+    bool resize(std::size_t n, DeviceBytes& owner) {
+        if (n <= capacity_ && (p_ || n == 0)) {
+            n_ = n;
+            return false;
+        }
+        release();
+        const cudaError_t status = cudaMalloc(&p_, n * sizeof(T));
+        if (status == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            p_ = nullptr;
+            throw DeviceAllocationFailed("cudaMalloc of " + std::to_string((n * sizeof(T)) >> 20) +
+                                         " MiB failed: too little free device memory");
+        }
+        GPRFWI_CUDA_CHECK(status);
+        n_ = capacity_ = n;
+        owner_ = &owner;
+        owner.added(p_, n * sizeof(T));
+        if (poison_device_memory()) {  // (the legacy stream: finished before anything else uses the array)
+            GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
+            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+        }
+        return true;
+    }
+    /// resize(host.size()) and the host values copied in on stream s (from
+    /// pageable memory the copy is staged before this returns: the host
+    /// values may change or go at once).
+    void upload(const std::vector<T>& host, DeviceBytes& owner, cudaStream_t s) {
+        resize(host.size(), owner);
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpyAsync(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice, s));
+    }
+    /// Gives the memory back.
+    void release() {
+        if (p_) {
+            cudaFree(p_);
+            owner_->removed(p_);
+        }
+        p_ = nullptr;
+        n_ = capacity_ = 0;
+    }
+    void zero(cudaStream_t s) const {
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(p_, 0, n_ * sizeof(T), s));
+    }
+    /// Queues a copy into `host` (page-locked, at least n values) on stream s;
+    /// it has landed once the stream is synchronised.
+    void download_async(const PinnedArray<T>& host, cudaStream_t s) const {
+        if (host.size() < n_) throw Error("DeviceArray::download_async: the host buffer is smaller than the array");
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host.get(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
+    }
+    std::vector<T> download() const {
+        std::vector<T> h(n_);
+        if (n_) GPRFWI_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+        return h;
+    }
+
+private:
+    T* p_ = nullptr;
+    std::size_t n_ = 0, capacity_ = 0;
+    DeviceBytes* owner_ = nullptr;
+};
+
+template <typename T>
+std::vector<T> convert(const std::vector<double>& v) {
+    return std::vector<T>(v.begin(), v.end());
+}
+
+/// As convert, padded with zeros to a multiple of 4 values, so that the
+/// kernels may read a CPML profile in whole 16-byte packs.
+template <typename T>
+std::vector<T> convert_padded(const std::vector<double>& v) {
+    std::vector<T> out((v.size() + 3) / 4 * 4, T(0));
+    std::copy(v.begin(), v.end(), out.begin());
+    return out;
+}
+
+/// The value, as T, of every node of `grid` in `field` (padded layout); 0 when they differ.
+template <typename T>
+T uniform_value(const PaddedGrid& grid, const std::vector<double>& field) {
+    const double v = field[grid.index(0, 0)];
+    for (int iz = 0; iz < grid.nz; ++iz)
+        for (int ix = 0; ix < grid.nx; ++ix)
+            if (field[grid.index(iz, ix)] != v) return T(0);
+    return static_cast<T>(v);
+}
+
+template <typename T>
+struct DeviceAxis {
+    DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
+    int low_end = 0, high_begin = 0;
+    void upload(const CpmlAxisProfile& p, DeviceBytes& bytes, cudaStream_t s) {
+        ik_int.upload(convert_padded<T>(p.inv_kappa_int), bytes, s);
+        a_int.upload(convert_padded<T>(p.a_int), bytes, s);
+        b_int.upload(convert_padded<T>(p.b_int), bytes, s);
+        ik_half.upload(convert_padded<T>(p.inv_kappa_half), bytes, s);
+        a_half.upload(convert_padded<T>(p.a_half), bytes, s);
+        b_half.upload(convert_padded<T>(p.b_half), bytes, s);
+        low_end = p.strip_low_end;
+        high_begin = p.strip_high_begin;
+    }
+    k::CpmlAxis<T> view() const {
+        return {ik_int.get(), a_int.get(), b_int.get(), ik_half.get(), a_half.get(), b_half.get(), low_end,
+                high_begin};
+    }
+};
+
+template <typename T>
+struct DeviceFields {
+    DeviceArray<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
+    /// What a buffer holds of the CPML memories: all, psi_ey_z only (the
+    /// forward's second: the forward step reads it from one buffer and
+    /// writes it to the other, see kernels::cuda::step), or psi_ey_z and
+    /// psi_hx_z (the adjoint's second, likewise); a second buffer shares the
+    /// others with the first.
+    enum class Memories { all, ey_z, z };
+    void resize(std::size_t n, DeviceBytes& bytes, Memories memories = Memories::all) {
+        ey.resize(n, bytes);
+        hx.resize(n, bytes);
+        hz.resize(n, bytes);
+        psi_ey_x.resize(memories == Memories::all ? n : 0, bytes);
+        psi_ey_z.resize(n, bytes);
+        psi_hz_x.resize(memories == Memories::all ? n : 0, bytes);
+        psi_hx_z.resize(memories != Memories::ey_z ? n : 0, bytes);
+    }
+    void release() {
+        for (auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->release();
+    }
+    bool empty() const { return !ey.get(); }
+    void zero(cudaStream_t s) const {
+        for (const auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->zero(s);
+    }
+    k::TmFields<T> view() const {
+        return {ey.get(), hx.get(), hz.get(), psi_ey_x.get(), psi_ey_z.get(), psi_hz_x.get(), psi_hx_z.get()};
+    }
+};
+
+/// Fields whose steps read Ey, Hx, Hz from one buffer and write them to the
+/// other: buffer b's, with the CPML memories (updated in place) of buffer 0,
+/// except those buffer b has itself.
+template <typename T>
+k::TmFields<T> buffer_view(const std::array<DeviceFields<T>, 2>& f, int b) {
+    k::TmFields<T> v = f[0].view();
+    v.ey = f[b].ey.get();
+    v.hx = f[b].hx.get();
+    v.hz = f[b].hz.get();
+    if (f[b].psi_ey_z.get()) v.psi_ey_z = f[b].psi_ey_z.get();
+    if (f[b].psi_hx_z.get()) v.psi_hx_z = f[b].psi_hx_z.get();
+    return v;
+}
+
+/// The batch's point operators, flattened (see kernels::SparseOperators).
+struct DeviceSparse {
+    DeviceArray<int> source_shot, row_shot, row_begin, node_shot, node_begin, node_row, shot_source_begin;
+    DeviceArray<std::size_t> source_index, row_index, node_index;
+    DeviceArray<double> source_weight, row_weight, node_weight, wavelets;
+    k::SparseOperators view{};
+    std::vector<int> host_node_shot;  // the receiver nodes, in (shot, index) order
+    std::vector<std::size_t> host_node_index;
+    std::vector<ShotOperators> loaded;  // what the arrays hold
+
+    /// Uploads the operators of `s`'s shots, unless they are those uploaded last.
+    void upload(const PropagationSetup& s, DeviceBytes& bytes, cudaStream_t stream) {
+        if (loaded == s.shots && source_shot.get()) return;
+        std::vector<int> src_shot, r_shot, r_begin{0}, n_shot, n_begin{0}, n_row, shot_begin{0};
+        std::vector<std::size_t> src_index, r_index, n_index;
+        std::vector<double> src_weight, r_weight, n_weight, wav;
+        struct Entry {  // a receiver weight at a node, in (shot, index) order, rows in order
+            int shot;
+            std::size_t index;
+            int row;
+            double weight;
+        };
+        std::vector<Entry> by_node;
+        for (std::size_t si = 0; si < s.shots.size(); ++si) {
+            const ShotOperators& op = s.shots[si];
+            for (const PointWeight& pw : op.source) {
+                src_shot.push_back(static_cast<int>(si));
+                src_index.push_back(pw.index);
+                src_weight.push_back(pw.weight);
+            }
+            shot_begin.push_back(static_cast<int>(src_index.size()));
+            for (const auto& rec : op.receivers) {
+                const int row = static_cast<int>(r_shot.size());
+                r_shot.push_back(static_cast<int>(si));
+                for (const PointWeight& pw : rec) {
+                    r_index.push_back(pw.index);
+                    r_weight.push_back(pw.weight);
+                    by_node.push_back({static_cast<int>(si), pw.index, row, pw.weight});
+                }
+                r_begin.push_back(static_cast<int>(r_index.size()));
+            }
+            wav.insert(wav.end(), op.wavelet_internal.begin(), op.wavelet_internal.end());
+        }
+        std::stable_sort(by_node.begin(), by_node.end(), [](const Entry& a, const Entry& b) {
+            return a.shot != b.shot ? a.shot < b.shot : a.index < b.index;
+        });
+        for (std::size_t i = 0; i < by_node.size(); ++i) {
+            const Entry& e = by_node[i];
+            if (i == 0 || e.shot != by_node[i - 1].shot || e.index != by_node[i - 1].index) {  // a new node
+                if (i > 0) n_begin.push_back(static_cast<int>(n_row.size()));
+                n_shot.push_back(e.shot);
+                n_index.push_back(e.index);
+            }
+            n_row.push_back(e.row);
+            n_weight.push_back(e.weight);
+        }
+        if (!by_node.empty()) n_begin.push_back(static_cast<int>(n_row.size()));
+        source_shot.upload(src_shot, bytes, stream);
+        source_index.upload(src_index, bytes, stream);
+        source_weight.upload(src_weight, bytes, stream);
+        row_shot.upload(r_shot, bytes, stream);
+        row_begin.upload(r_begin, bytes, stream);
+        row_index.upload(r_index, bytes, stream);
+        row_weight.upload(r_weight, bytes, stream);
+        node_shot.upload(n_shot, bytes, stream);
+        node_index.upload(n_index, bytes, stream);
+        node_begin.upload(n_begin, bytes, stream);
+        node_row.upload(n_row, bytes, stream);
+        node_weight.upload(n_weight, bytes, stream);
+        shot_source_begin.upload(shot_begin, bytes, stream);
+        wavelets.upload(wav, bytes, stream);
+        host_node_shot = std::move(n_shot);
+        host_node_index = std::move(n_index);
+        view = {static_cast<int>(src_index.size()), source_shot.get(), source_index.get(), source_weight.get(),
+                static_cast<int>(r_shot.size()), row_shot.get(), row_begin.get(), row_index.get(), row_weight.get(),
+                static_cast<int>(host_node_shot.size()), node_shot.get(), node_index.get(), node_begin.get(), node_row.get(),
+                node_weight.get(), static_cast<int>(s.shots.size()), shot_source_begin.get()};
+        loaded = s.shots;
+    }
+    /// Forgets what it uploaded (a later upload() uploads again).
+    void forget() { loaded.clear(); }
+    void release() {
+        for (auto* a : {&source_shot, &row_shot, &row_begin, &node_shot, &node_begin, &node_row, &shot_source_begin})
+            a->release();
+        for (auto* a : {&source_index, &row_index, &node_index}) a->release();
+        for (auto* a : {&source_weight, &row_weight, &node_weight, &wavelets}) a->release();
+        forget();
+    }
+};
+
+/// A scratch folder with one open file, removed with everything in it when
+/// this goes, including when the engine that holds it fails to construct.
+struct ScratchFile {
+    std::filesystem::path folder;
+    int fd = -1;
+    ScratchFile() = default;
+    ScratchFile(const ScratchFile&) = delete;
+    ScratchFile& operator=(const ScratchFile&) = delete;
+    ~ScratchFile() { close_and_remove(); }
+    void close_and_remove() {
+        if (fd >= 0) close(fd);
+        fd = -1;
+        if (!folder.empty()) {
+            std::error_code ignored;
+            std::filesystem::remove_all(folder, ignored);
+        }
+        folder.clear();
+    }
+};
+
+std::string device_name(int device) {
+    cudaDeviceProp p{};
+    GPRFWI_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    return p.name;
+}
+
 /// An engine's L2 window's share of the set-aside, given back (and the lines
 /// it kept released) when the engine goes, even from a failed constructor.
 class L2WindowShare {
@@ -397,19 +547,13 @@ private:
 template <typename T, int ORDER, typename Stored>
 class CudaEngine final : public Engine {
 public:
-    CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, DeviceTally& tally, bool keep_levels)
-        : s_(s), opt_(o), device_(device), tally_(tally), g_(grid_params<T>(s)) {
+    CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, DeviceTally& tally)
+        : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        allocate(keep_levels);  // here, so that the time loops measure propagation only
     }
     ~CudaEngine() override {
-        for (auto& f : io_)  // finish (and forget the errors of) any disk transfer still running
-            if (f.valid()) try {
-                    f.get();
-                } catch (...) {
-                }
-        if (pinned_) cudaFreeHost(pinned_);
+        finish_disk_transfers();
         if (flags_host_) cudaFreeHost(flags_host_);
         // (a failed call here would leave CUDA's last error set for the next engine)
         for (auto* list : {&written_, &copied_, &ready_, &consumed_})
@@ -419,16 +563,56 @@ public:
             if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
         if (stream_) cudaStreamDestroy(stream_);
-        tally_.freed(allocated_);
+    }
+
+    void prepare(bool keep_levels) override {
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        levels_kept_ = false;
+        const k::GridParams<T> g = grid_params<T>(s_);
+        if (g.nx != g_.nx || g.nz != g_.nz || g.stride != g_.stride) release();  // another grid: nothing to reuse
+        g_ = g;
+        check_memory(keep_levels);
+        try {
+            allocate(keep_levels);
+        } catch (const DeviceAllocationFailed&) {  // held memory in the way: all of it given back, allocated anew
+            release();
+            check_memory(keep_levels);
+            allocate(keep_levels);
+        }
+        load();  // here, so that the time loops measure propagation only
+    }
+
+    void release() override {
+        finish_disk_transfers();
+        scratch_.close_and_remove();
+        drop_l2_window();
+        coefs_.release();
+        cq_.release();
+        for (DeviceAxis<T>* a : {&x_, &z_})
+            for (auto* p : {&a->ik_int, &a->a_int, &a->b_int, &a->ik_half, &a->a_half, &a->b_half}) p->release();
+        for (auto* f : {&fields_[0], &fields_[1], &adjoint_[0], &adjoint_[1], &mid_}) f->release();
+        sparse_.release();
+        for (auto* a : {&q_x_, &q_z_, &p_x_, &p_z_, &lambda_third_, &checkpoints_}) a->release();
+        for (auto* a : {&traces_, &g_prev_, &g_next_, &illumination_, &grad_wavelet_, &scales_}) a->release();
+        frame_first_node_.release();
+        max_scratch_.release();
+        hi_planes_.release();
+        levels_.release();
+        ring_.release();
+        pinned_.release();
+        for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
+        coefs_host_.release();
+        levels_ready_ = false;
+        levels_kept_ = false;
     }
 
     InternalTraces forward(bool keep_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
-        allocate(keep_levels);
+        if (keep_levels && !levels_ready_) throw Error("CudaEngine::forward(true) needs prepare(true)");
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         zero_fields();
         checks_ = {};  // (those of a run that threw)
-        pairs_ = mid_ && nt >= 2 && (!keep_levels || levels_are_ey(!host_levels_));
+        pairs_ = pairs_possible_ && !mid_.empty() && nt >= 2 && (!keep_levels || levels_are_ey(!host_levels_));
         // bf16 levels in single precision, all kept: Ey as two planes, the upper one the level (split_planes)
         if (keep_levels && split_planes()) {
             hi_planes_.zero(stream_);  // (the first is step 0's Ey, zero)
@@ -456,7 +640,7 @@ public:
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
         // the last step's receiver samples (each step takes the previous one's)
-        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_->view, fields(), traces_.get(), nt, nt - 1, stream_);
+        if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_.view, fields(), traces_.get(), nt, nt - 1, stream_);
         hi_cur_ = nullptr;
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
@@ -500,7 +684,7 @@ public:
         // before, which this one's launch images at half of the rows, stays
         // unwritten there
         const bool paired = paired_imaging(!host_levels_);
-        const std::array<T*, 3> lambda{adjoint_[0]->ey.get(), adjoint_[1]->ey.get(), lambda_third_.get()};
+        const std::array<T*, 3> lambda{adjoint_[0].ey.get(), adjoint_[1].ey.get(), lambda_third_.get()};
         const int n_lambda = paired ? 3 : 2;
         int lam_cur = 0;  // the one holding the current step
         struct Levels {
@@ -509,9 +693,9 @@ public:
             const Stored* next = nullptr;
         } left;  // the step before's, whose imaging it left to this one's launch at half of the rows
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
-        const auto x = x_->view(), z = z_->view();
-        adjoint_[0]->zero(stream_);
-        adjoint_[1]->zero(stream_);
+        const auto x = x_.view(), z = z_.view();
+        adjoint_[0].zero(stream_);
+        adjoint_[1].zero(stream_);
         if (paired) lambda_third_.zero(stream_);
         for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
         g_prev_.zero(stream_);
@@ -528,8 +712,8 @@ public:
             adj.ey = lambda[lam_cur];
             next_adj.ey = lambda[(lam_cur + 1) % n_lambda];
             if (injected != m)
-                k::cuda::inject_adjoint_sources<T>(g_, sparse_->view, traces_.get(), nt, m, adj.ey, stream_);
-            const k::cuda::AdjointSparse sparse{sparse_->view, grad_wavelet_.get(), traces_.get(), nt, m,
+                k::cuda::inject_adjoint_sources<T>(g_, sparse_.view, traces_.get(), nt, m, adj.ey, stream_);
+            const k::cuda::AdjointSparse sparse{sparse_.view, grad_wavelet_.get(), traces_.get(), nt, m,
                                                 frame_first_node_.get()};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
                                                 g_prev_.get(), g_next_.get(), scales_for(j_prev), scales_for(j_next),
@@ -632,6 +816,10 @@ public:
         for (std::size_t si = 0; si < s_.shots.size(); ++si)
             out.grad_wavelet_internal[si].assign(gw.begin() + static_cast<std::ptrdiff_t>(si * nt),
                                                  gw.begin() + static_cast<std::ptrdiff_t>((si + 1) * nt));
+        if (disk_) {  // the call's levels are used up: their scratch folder goes (the next call makes its own)
+            finish_disk_transfers();
+            scratch_.close_and_remove();
+        }
         return out;
     }
 
@@ -646,8 +834,7 @@ private:
                !s_.binomial_slots;
     }
     k::MaterialView<T> materials() const {
-        const std::size_t n = s_.ca.size();
-        return {coefs_.get(), coefs_.get() + n, cq_.get(), cq_uniform_};
+        return {coefs_.get(), coefs_.get() + g_.shot_stride, cq_.get(), cq_uniform_};
     }
 
     /// Several shots read the same ca and cb at every node and step, each
@@ -661,18 +848,23 @@ private:
     /// 130 MB, a window over a share of them halved the rate).
     /// GPRFWI_L2_PERSIST=0 turns it off, for measurements (docs/gpu.md).
     void keep_coefficients_in_l2() {
-        if (const char* v = std::getenv("GPRFWI_L2_PERSIST"); v && std::string_view(v) == "0") return;
-        int set_aside = 0, max_window = 0;  // (two attributes, not all of cudaGetDeviceProperties: an engine a call)
+        const std::size_t bytes = coefs_.size() * sizeof(T);
+        int set_aside = 0, max_window = 0;  // (two attributes, not all of cudaGetDeviceProperties: each call)
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&set_aside, cudaDevAttrMaxPersistingL2CacheSize, device_));
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
-        const std::size_t bytes = coefs_.size() * sizeof(T);
-        if (g_.n_shots < 2 || bytes == 0 || bytes > static_cast<std::size_t>(max_window)) return;
+        const char* off = std::getenv("GPRFWI_L2_PERSIST");
+        const bool wanted = !(off && std::string_view(off) == "0") && g_.n_shots >= 2 && bytes > 0 &&
+                            bytes <= static_cast<std::size_t>(max_window);
+        if (l2_window_ && wanted && window_base_ == coefs_.get() && window_bytes_ == bytes) return;  // as it is
+        drop_l2_window();
+        if (!wanted) return;
         // The windows of the engines alive at once (a batch's shot groups, each with its copy of the
         // coefficients) together within half the set-aside; the persisting lines limited to one window's
-        // bytes, which they share: 1000^2 x 8 shots in two groups, bf16 gradient 45.8 G against 45.1 G with
-        // the limit at both windows' bytes, forward 108.1 against 107.3 G (docs/performance.md)
+        // bytes, which they share (docs/performance.md, "Shot groups")
         if (!tally_.add_window(bytes, static_cast<std::size_t>(set_aside) / 2)) return;
         l2_window_.emplace(tally_, bytes);
+        window_base_ = coefs_.get();
+        window_bytes_ = bytes;
         GPRFWI_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes));
         cudaStreamAttrValue attr{};
         attr.accessPolicyWindow.base_ptr = coefs_.get();
@@ -683,10 +875,18 @@ private:
         GPRFWI_CUDA_CHECK(cudaStreamSetAttribute(stream_, cudaStreamAttributeAccessPolicyWindow, &attr));
     }
 
+    /// Takes the stream's L2 window away (its share given back).
+    void drop_l2_window() {
+        if (!l2_window_) return;
+        l2_window_.reset();
+        cudaStreamAttrValue none{};  // (a window of no bytes: none)
+        GPRFWI_CUDA_CHECK(cudaStreamSetAttribute(stream_, cudaStreamAttributeAccessPolicyWindow, &none));
+    }
+
 public:
     int imaging_steps() const override { return paired_imaging(!host_levels_) ? 2 : 1; }
     double forward_paired_share() const override {
-        return pairs_ ? k::cuda::step_pair_share<T, ORDER>(g_, x_->view(), z_->view()) : 0.0;
+        return pairs_ ? k::cuda::step_pair_share<T, ORDER>(g_, x_.view(), z_.view()) : 0.0;
     }
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
@@ -707,10 +907,10 @@ private:
         return f;
     }
     void zero_fields() {
-        fields_[0]->zero(stream_);
-        fields_[1]->zero(stream_);
+        fields_[0].zero(stream_);
+        fields_[1].zero(stream_);
         // the pairs' second step reads nodes of the middle buffer that no step writes (zeros on the CPU)
-        if (mid_) mid_->zero(stream_);
+        if (!mid_.empty()) mid_.zero(stream_);
         current_ = 0;
         level_ey_ = nullptr;
         hi_cur_ = nullptr;
@@ -723,7 +923,7 @@ private:
     /// there). When `sample`, the step also takes the receivers' samples of
     /// Ey^m (the previous step's; forward() takes the last step's itself).
     void step(int m, Stored* keep, int j, bool sample, bool ey_into_level = false) {
-        const auto x = x_->view(), z = z_->view();
+        const auto x = x_.view(), z = z_.view();
         const int nt = s_.time.nt_internal;
         const int b = 1 - current_;
         const k::TmFields<T> in = fields();
@@ -741,8 +941,8 @@ private:
             }
         }
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1} (+ source term); sample Ey^{m+1}
-        const k::cuda::StepSources sources{sparse_->view, sparse_->wavelets.get(), nt, m, sources_interior_};
-        const k::cuda::StepSamples previous{sparse_->view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
+        const k::cuda::StepSources sources{sparse_.view, sparse_.wavelets.get(), nt, m, sources_interior_};
+        const k::cuda::StepSamples previous{sparse_.view, traces_.get(), nt, m - 1};  // of Ey^m, in `in`
         const k::cuda::StepSamples* samples = sample && m > 0 ? &previous : nullptr;
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
@@ -763,21 +963,21 @@ private:
         const k::TmFields<T> in = fields();
         k::TmFields<T> out = buffer(1 - current_);
         k::TmFields<T> mid = out;
-        mid.ey = mid_->ey.get();
-        mid.hx = mid_->hx.get();
-        mid.hz = mid_->hz.get();
-        mid.psi_ey_z = mid_->psi_ey_z.get();
+        mid.ey = mid_.ey.get();
+        mid.hx = mid_.hx.get();
+        mid.hz = mid_.hz.get();
+        mid.psi_ey_z = mid_.psi_ey_z.get();
         current_ = 1 - current_;
         level_ey_ = nullptr;
         if constexpr (std::is_same_v<Stored, T>) {
             if (keep1) mid.ey = keep1;
             if (keep2) out.ey = level_ey_ = keep2;
         }
-        const k::cuda::StepSources first{sparse_->view, sparse_->wavelets.get(), nt, m, true};
-        const k::cuda::StepSources second{sparse_->view, sparse_->wavelets.get(), nt, m + 1, true};
-        const k::cuda::StepSamples of_in{sparse_->view, traces_.get(), nt, m - 1};  // Ey^m
-        const k::cuda::StepSamples of_mid{sparse_->view, traces_.get(), nt, m};     // Ey^{m+1}
-        k::cuda::step_pair<T, ORDER>(g_, materials(), x_->view(), z_->view(), in, mid, out, first, second,
+        const k::cuda::StepSources first{sparse_.view, sparse_.wavelets.get(), nt, m, true};
+        const k::cuda::StepSources second{sparse_.view, sparse_.wavelets.get(), nt, m + 1, true};
+        const k::cuda::StepSamples of_in{sparse_.view, traces_.get(), nt, m - 1};  // Ey^m
+        const k::cuda::StepSamples of_mid{sparse_.view, traces_.get(), nt, m};     // Ey^{m+1}
+        k::cuda::step_pair<T, ORDER>(g_, materials(), x_.view(), z_.view(), in, mid, out, first, second,
                                      m > 0 ? &of_in : nullptr, of_mid, stream_);
     }
 
@@ -821,7 +1021,7 @@ private:
     Stored* ring_slot(int j) const { return ring_.get() + static_cast<std::size_t>(j % kRing) * batch_size(); }
     /// Host storage: level j's pinned slot; disk storage: the pinned staging slot it passes through.
     Stored* host_level(int j) const {
-        return pinned_ + static_cast<std::size_t>(disk_ ? j % kRing : j - 1) * batch_size();
+        return static_cast<Stored*>(pinned_.get()) + static_cast<std::size_t>(disk_ ? j % kRing : j - 1) * batch_size();
     }
     std::size_t level_bytes() const { return batch_size() * sizeof(Stored); }
 
@@ -916,23 +1116,19 @@ private:
 
     /// Whether the adjoint step needs q, p and frame_first_node (k::cuda::adjoint_uses_scratch).
     bool adjoint_scratch() const {
-        k::CpmlAxis<T> x{}, z{};
-        x.strip_low_end = s_.cpml_x.strip_low_end;
-        x.strip_high_begin = s_.cpml_x.strip_high_begin;
-        z.strip_low_end = s_.cpml_z.strip_low_end;
-        z.strip_high_begin = s_.cpml_z.strip_high_begin;
+        const auto [x, z] = strips();
         return k::cuda::adjoint_uses_scratch<T, ORDER>(g_, x, z);
     }
 
     /// Per shot and pack of the adjoint step's frame, the first receiver node
     /// in it (k::cuda::AdjointSparse::frame_first_node), or -1.
     std::vector<int> frame_first_nodes() const {
-        const auto x = x_->view(), z = z_->view();
+        const auto x = x_.view(), z = z_.view();
         const std::size_t packs = k::cuda::adjoint_frame_packs<T, ORDER>(g_, x, z);
         std::vector<int> first(packs * s_.shots.size(), -1);
-        const auto& shot = sparse_->host_node_shot;
+        const auto& shot = sparse_.host_node_shot;
         for (std::size_t j = shot.size(); j-- > 0;) {  // the first of a pack is the last seen backwards
-            const int t = k::cuda::adjoint_frame_pack<T, ORDER>(g_, x, z, sparse_->host_node_index[j]);
+            const int t = k::cuda::adjoint_frame_pack<T, ORDER>(g_, x, z, sparse_.host_node_index[j]);
             if (t >= 0) first[static_cast<std::size_t>(shot[j]) * packs + static_cast<std::size_t>(t)] = static_cast<int>(j);
         }
         return first;
@@ -967,10 +1163,13 @@ private:
         return b;
     }
 
-    /// Chooses where kept levels live and throws OutOfMemory when nothing fits.
+    /// Chooses where kept levels live and throws OutOfMemory when nothing
+    /// fits, counting what this engine holds as free (prepare() gives it
+    /// back where it is in the way).
     void check_memory(bool gradient) {
         std::size_t free_b = 0, total_b = 0;
         GPRFWI_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        free_b += bytes_.held();
         const auto storage = opt_.snapshots.storage;
         const bool recomputed = s_.checkpoint_steps || s_.binomial_slots;  // levels recomputed on the device
         disk_ = gradient && !recomputed && storage == SnapshotStorage::disk;
@@ -985,105 +1184,169 @@ private:
                                             snap / 4 * sizeof(Stored)});
     }
 
+    /// The CPML strips' bounds (no profiles), for the kernels' choices of where nodes lie.
+    std::pair<k::CpmlAxis<T>, k::CpmlAxis<T>> strips() const {
+        k::CpmlAxis<T> x{}, z{};
+        x.strip_low_end = s_.cpml_x.strip_low_end;
+        x.strip_high_begin = s_.cpml_x.strip_high_begin;
+        z.strip_low_end = s_.cpml_z.strip_low_end;
+        z.strip_high_begin = s_.cpml_z.strip_high_begin;
+        return {x, z};
+    }
+
+    /// Zeros the halos of every plane of `levels` (see allocate()).
+    void zero_level_halos(const DeviceArray<Stored>& levels) {
+        if (levels.size() == 0) return;
+        k::cuda::zero_halos(g_, levels.get(), sizeof(Stored), levels.size() / g_.shot_stride, stream_);
+    }
+
+    /// Makes room for this call's arrays: each keeps its memory where that
+    /// holds the call's size and is allocated anew where not; the level
+    /// stores of other storage modes are given back.
     void allocate(bool gradient) {
-        if (fields_[0] && (!gradient || adjoint_[0])) return;
-        check_memory(gradient);
-        std::size_t bytes = 0;
-        if (!fields_[0]) {
-            {  // ca and cb in one array, so that one L2 access-policy window holds both
-                std::vector<T> both = convert<T>(s_.ca);
-                const std::vector<T> cb = convert<T>(s_.cb);
-                both.insert(both.end(), cb.begin(), cb.end());
-                coefs_ = DeviceArray<T>(both, bytes);
-            }
-            keep_coefficients_in_l2();
-            cq_ = DeviceArray<T>(convert<T>(s_.cq), bytes);
-            cq_uniform_ = uniform_value<T>(s_.grid, s_.cq);
-            x_.emplace(s_.cpml_x, bytes);
-            z_.emplace(s_.cpml_z, bytes);
-            fields_[0].emplace(batch_size(), bytes);
-            fields_[1].emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
-            sparse_.emplace(s_, bytes);
-            sources_interior_ = true;
-            for (const auto& op : s_.shots)
-                for (const PointWeight& p : op.source)
-                    sources_interior_ = sources_interior_ &&
-                                        k::cuda::step_interior_contains<T, ORDER>(g_, x_->view(), z_->view(), p.index);
-            // the forward takes its steps in pairs where it can (without kept levels, or with levels that
-            // are its Ey): a middle buffer for the first's fields
-            if ((!gradient || levels_are_ey(!host_levels_)) && sources_interior_ &&
-                k::cuda::step_pair_applies<T, ORDER>(g_, x_->view(), z_->view()))
-                mid_.emplace(batch_size(), bytes, DeviceFields<T>::Memories::ey_z);
-            traces_ = DeviceArray<double>(static_cast<std::size_t>(sparse_->view.n_rows) * s_.time.nt_internal, bytes);
-            traces_host_ = PinnedArray<double>(traces_.size());
+        const std::size_t n = batch_size(), cells = g_.shot_stride;
+        const int nt = s_.time.nt_internal;
+        coefs_.resize(2 * cells, bytes_);  // ca and cb in one array, so that one L2 access-policy window holds both
+        cq_.resize(cells, bytes_);
+        coefs_host_.resize(3 * cells);
+        fields_[0].resize(n, bytes_);
+        fields_[1].resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
+        const auto [x, z] = strips();
+        sources_interior_ = true;
+        for (const auto& op : s_.shots)
+            for (const PointWeight& p : op.source)
+                sources_interior_ = sources_interior_ && k::cuda::step_interior_contains<T, ORDER>(g_, x, z, p.index);
+        // the forward takes its steps in pairs where it can (without kept levels, or with levels that are its
+        // Ey): a middle buffer for the first's fields
+        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z);
+        if (pairs_possible_ && (!gradient || levels_are_ey(!host_levels_)))
+            mid_.resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
+        std::size_t rows = 0;
+        for (const auto& op : s_.shots) rows += op.receivers.size();
+        traces_.resize(rows * static_cast<std::size_t>(nt), bytes_);
+        traces_host_.resize(traces_.size());
+        if (2 * static_cast<std::size_t>(g_.n_shots) > flags_capacity_) {  // NaN/Inf flags: [slot][shot]
+            if (flags_host_) cudaFreeHost(flags_host_);
+            flags_host_ = nullptr;
+            flags_capacity_ = 0;
             GPRFWI_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_host_), 2 * g_.n_shots * sizeof(int),
                                             cudaHostAllocMapped));
-            std::fill_n(flags_host_, 2 * g_.n_shots, 0);
+            flags_capacity_ = 2 * static_cast<std::size_t>(g_.n_shots);
+            std::fill_n(flags_host_, flags_capacity_, 0);
             GPRFWI_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flags_device_), flags_host_, 0));
-            for (cudaEvent_t& e : checked_) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         }
-        if (gradient) {
-            const std::size_t n = batch_size();
-            adjoint_[0].emplace(n, bytes);
-            adjoint_[1].emplace(n, bytes, DeviceFields<T>::Memories::z);
-            if (paired_imaging(!host_levels_)) lambda_third_ = DeviceArray<T>(n, bytes);
-            if (adjoint_scratch()) {  // only the frame kernels of wide CPML strips use them
-                q_x_ = DeviceArray<T>(n, bytes);
-                q_z_ = DeviceArray<T>(n, bytes);
-                p_x_ = DeviceArray<T>(n, bytes);
-                p_z_ = DeviceArray<T>(n, bytes);
-                frame_first_node_ = DeviceArray<int>(frame_first_nodes(), bytes);
-            }
-            g_prev_ = DeviceArray<double>(g_.shot_stride, bytes);  // per node, summed over the shots
-            g_next_ = DeviceArray<double>(g_.shot_stride, bytes);
-            if (opt_.illumination) illumination_ = DeviceArray<double>(g_.shot_stride, bytes);
-            g_prev_host_ = PinnedArray<double>(g_prev_.size());  // what AdjointResult views
-            g_next_host_ = PinnedArray<double>(g_next_.size());
-            illumination_host_ = PinnedArray<double>(illumination_.size());
-            grad_wavelet_ = DeviceArray<double>(s_.shots.size() * static_cast<std::size_t>(s_.time.nt_internal), bytes);
-            n_levels_ = s_.time.nt_internal / s_.snapshot_interval;
-            if constexpr (kScaledStorage<Stored>) {
-                scales_ = DeviceArray<double>(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes);
-                max_scratch_ = DeviceArray<unsigned long long>(g_.n_shots, bytes);
-            }
-            if (host_levels_) {
-                ring_ = DeviceArray<Stored>(static_cast<std::size_t>(kRing) * n, bytes);
-                if (disk_) open_scratch_file();
-                const std::size_t host_bytes = static_cast<std::size_t>(disk_ ? kRing : n_levels_) * n * sizeof(Stored);
-                if (cudaHostAlloc(reinterpret_cast<void**>(&pinned_), host_bytes, cudaHostAllocDefault) != cudaSuccess) {
-                    cudaGetLastError();
-                    throw OutOfMemory("cannot pin " + std::to_string(host_bytes >> 20) +
-                                      " MiB of host memory for the kept forward levels; use snapshot compression "
-                                      "bf16 or a snapshot interval above 1, or fewer shots per batch");
-                }
+        if (!checked_[0])
+            for (cudaEvent_t& e : checked_) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        levels_ready_ = false;
+        if (!gradient) return;
+
+        adjoint_[0].resize(n, bytes_);
+        adjoint_[1].resize(n, bytes_, DeviceFields<T>::Memories::z);
+        if (paired_imaging(!host_levels_)) lambda_third_.resize(n, bytes_);
+        if (adjoint_scratch())  // only the frame kernels of wide CPML strips use them
+            for (auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->resize(n, bytes_);
+        g_prev_.resize(cells, bytes_);  // per node, summed over the shots
+        g_next_.resize(cells, bytes_);
+        illumination_.resize(opt_.illumination ? cells : 0, bytes_);
+        g_prev_host_.resize(cells);  // what AdjointResult views
+        g_next_host_.resize(cells);
+        illumination_host_.resize(illumination_.size());
+        grad_wavelet_.resize(s_.shots.size() * static_cast<std::size_t>(nt), bytes_);
+        n_levels_ = nt / s_.snapshot_interval;
+        if constexpr (kScaledStorage<Stored>) {
+            scales_.resize(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes_);
+            max_scratch_.resize(g_.n_shots, bytes_);
+        }
+        // The forward writes Ey (float levels) or its upper plane (split_planes) straight into the levels and
+        // the next step reads it there, halo included: the halo, which no step writes, must hold zeros, not what
+        // freed memory left. Zeroed when the levels are allocated, the halos only (docs/performance.md).
+        if (host_levels_) {
+            levels_.release();
+            checkpoints_.release();
+            if (ring_.resize(static_cast<std::size_t>(kRing) * n, bytes_)) zero_level_halos(ring_);
+            if (disk_) open_scratch_file();
+            else scratch_.close_and_remove();
+            pinned_.reserve(static_cast<std::size_t>(disk_ ? kRing : n_levels_) * n * sizeof(Stored),
+                            "the kept forward levels");
+            if (!copy_stream_) {
                 GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
                 for (auto* list : {&written_, &copied_, &ready_, &consumed_})
                     for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            } else if (const int slots = s_.binomial_slots) {
-                checkpoints_ = DeviceArray<T>(static_cast<std::size_t>(slots) * 7 * n, bytes);  // the saved states
-                levels_ = DeviceArray<Stored>(2 * n, bytes);  // Ey^m and Ey^{m+1} of the step being reversed
-                schedule_ = binomial_schedule(s_.time.nt_internal, slots);
-            } else if (const int c = s_.checkpoint_steps) {
-                checkpoints_ = DeviceArray<T>(static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n, bytes);
-                levels_ = DeviceArray<Stored>(static_cast<std::size_t>(c + 1) * n, bytes);  // one segment's levels
-            } else {
-                levels_ = DeviceArray<Stored>(static_cast<std::size_t>(n_levels_) * n, bytes);
             }
-            // The forward writes Ey (float levels) or its upper plane (split_planes) straight into the
-            // levels and the next step reads it there, halo included: the halo, which no step writes, must
-            // hold zeros, not what freed memory left (once per engine; the halos only: zeroing all of the
-            // levels, 66 GiB at 1000^2 x 8 shots x 2000 float levels, cost the gradient 3%, bf16 1.6%)
-            for (const DeviceArray<Stored>* a : {&levels_, &ring_})
-                k::cuda::zero_halos(g_, a->get(), sizeof(Stored), a->size() / g_.shot_stride, stream_);
-            if (split_planes()) hi_planes_ = DeviceArray<std::uint16_t>(3 * n, bytes);
+        } else {
+            ring_.release();
+            pinned_.release();
+            scratch_.close_and_remove();
+            bool fresh = false;
+            if (const int slots = s_.binomial_slots) {
+                checkpoints_.resize(static_cast<std::size_t>(slots) * 7 * n, bytes_);  // the saved states
+                fresh = levels_.resize(2 * n, bytes_);  // Ey^m and Ey^{m+1} of the step being reversed
+                if (schedule_of_ != std::pair{nt, slots}) {
+                    schedule_ = binomial_schedule(nt, slots);
+                    schedule_of_ = {nt, slots};
+                }
+            } else if (const int c = s_.checkpoint_steps) {
+                checkpoints_.resize(static_cast<std::size_t>((nt + c - 1) / c) * 7 * n, bytes_);
+                fresh = levels_.resize(static_cast<std::size_t>(c + 1) * n, bytes_);  // one segment's levels
+            } else {
+                checkpoints_.release();
+                fresh = levels_.resize(static_cast<std::size_t>(n_levels_) * n, bytes_);
+            }
+            if (fresh) zero_level_halos(levels_);
         }
-        allocated_ += bytes;
-        tally_.allocated(bytes);
+        if (split_planes()) hi_planes_.resize(3 * n, bytes_);
+        levels_ready_ = true;
+    }
+
+    /// Loads what the call's setup holds: the model's coefficients (through
+    /// page-locked memory), the CPML profiles, the point operators and
+    /// wavelets, and the receiver nodes of the adjoint's frame. With
+    /// poison_device_memory(), everything is poisoned first (but the levels'
+    /// halos, which must hold zeros).
+    void load() {
+        if (poison_device_memory()) {
+            bytes_.poison(stream_);
+            sparse_.forget();
+            zero_level_halos(levels_);
+            zero_level_halos(ring_);
+        }
+        const std::size_t cells = g_.shot_stride;
+        const double* ca = s_.ca().data();
+        const double* cb = s_.cb().data();
+        const double* cq = s_.cq().data();
+        T* staged = coefs_host_.get();  // (its last copy up ended with the last call)
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < cells; ++i) {
+            staged[i] = static_cast<T>(ca[i]);
+            staged[cells + i] = static_cast<T>(cb[i]);
+            staged[2 * cells + i] = static_cast<T>(cq[i]);
+        }
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(coefs_.get(), staged, 2 * cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(cq_.get(), staged + 2 * cells, cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
+        cq_uniform_ = uniform_value<T>(s_.grid, s_.cq());
+        keep_coefficients_in_l2();
+        x_.upload(s_.cpml_x, bytes_, stream_);
+        z_.upload(s_.cpml_z, bytes_, stream_);
+        sparse_.upload(s_, bytes_, stream_);
+        if (levels_ready_ && adjoint_scratch()) frame_first_node_.upload(frame_first_nodes(), bytes_, stream_);
+        // (the staged coefficients are read by the copies up: nothing writes them before the next call)
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    /// Waits for (and forgets the errors of) any disk transfer still running.
+    void finish_disk_transfers() {
+        for (auto& f : io_)
+            if (f.valid()) try {
+                    f.get();
+                } catch (...) {
+                }
     }
 
     /// Disk storage: a folder of its own under the scratch folder, with one file
-    /// sized for every kept level; refuses to start when the disk lacks the room.
+    /// sized for every kept level (a gradient's, removed at its end); refuses
+    /// to start when the disk lacks the room.
     void open_scratch_file() {
+        if (scratch_.fd >= 0) return;
         std::string base = opt_.snapshots.scratch_dir;
         if (base.empty()) base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
         const auto folder = std::filesystem::path(base) / ("gprfwi-levels-" + std::to_string(getpid()) + "-" +
@@ -1094,11 +1357,13 @@ private:
         scratch_.folder = folder;
         const std::size_t need = static_cast<std::size_t>(n_levels_) * level_bytes();
         const auto space = std::filesystem::space(folder, ec);
-        if (!ec && space.available < need)
+        if (!ec && space.available < need) {
+            scratch_.close_and_remove();
             throw OutOfMemory("kept forward levels need " + std::to_string(need >> 20) + " MiB in " + folder.string() +
                               " but only " + std::to_string(space.available >> 20) +
                               " MiB are free there; choose another snapshots.scratch_dir, bf16 or fp8 levels, a "
                               "snapshot interval, or checkpointing");
+        }
         const auto file = folder / "levels.bin";
         scratch_.fd = open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (scratch_.fd < 0) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
@@ -1140,36 +1405,41 @@ private:
     const PropagatorOptions& opt_;
     int device_;
     DeviceTally& tally_;
-    std::size_t allocated_ = 0;
+    DeviceBytes bytes_;  // (before the arrays, which it outlives)
     cudaStream_t stream_ = nullptr;
-    k::GridParams<T> g_;
+    k::GridParams<T> g_{};
     DeviceArray<T> coefs_, cq_;  // coefs_: ca then cb
+    PinnedArray<T> coefs_host_;  // ca, cb, cq on their way up
     std::optional<L2WindowShare> l2_window_;  // coefs_ kept in L2 (keep_coefficients_in_l2)
+    const void* window_base_ = nullptr;       // ... over these bytes
+    std::size_t window_bytes_ = 0;
     T cq_uniform_ = 0;  // k::MaterialView::cq_uniform
-    std::optional<DeviceAxis<T>> x_, z_;
-    std::array<std::optional<DeviceFields<T>>, 2> fields_;  // the forward fields: step reads one, writes the other
-    int current_ = 0;                                       // ... the one holding the current step
+    DeviceAxis<T> x_, z_;
+    std::array<DeviceFields<T>, 2> fields_;  // the forward fields: step reads one, writes the other
+    int current_ = 0;                        // ... the one holding the current step
     T* level_ey_ = nullptr;  // the kept level holding the current step's Ey (written there), or nullptr
     // Ey as two planes (split_planes): the current step's upper plane (a kept level, a scratch plane or, at
     // step 0, the zero plane: the first of hi_planes_, before two scratch planes), or nullptr
     std::uint16_t* hi_cur_ = nullptr;
     DeviceArray<std::uint16_t> hi_planes_;
-    std::array<std::optional<DeviceFields<T>>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
-    std::optional<DeviceSparse> sparse_;
+    std::array<DeviceFields<T>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
+    DeviceSparse sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
-    std::optional<DeviceFields<T>> mid_;  // the first step's fields of forward step pairs
-    bool pairs_ = false;                  // the last forward() took its steps in pairs
+    bool pairs_possible_ = false;    // forward steps may go in pairs (k::cuda::step_pair_applies, sources inside)
+    DeviceFields<T> mid_;            // the first step's fields of forward step pairs
+    bool pairs_ = false;             // the last forward() took its steps in pairs
     DeviceArray<int> frame_first_node_;  // per shot and pack of the adjoint's frame (k::cuda::AdjointSparse)
     DeviceArray<double> traces_, g_prev_, g_next_, illumination_, grad_wavelet_;
     PinnedArray<double> traces_host_, g_prev_host_, g_next_host_, illumination_host_;  // their transfers
     DeviceArray<T> q_x_, q_z_, p_x_, p_z_;
     DeviceArray<T> lambda_third_;  // paired_imaging's third lambda_ey
     DeviceArray<T> checkpoints_;  // checkpoint_steps mode: 7 fields per segment; binomial: per slot
-    std::vector<CheckpointAction> schedule_;  // binomial checkpointing
+    std::vector<CheckpointAction> schedule_;  // binomial checkpointing, for schedule_of_
+    std::pair<int, int> schedule_of_{-1, -1};  // (nt_internal, slots)
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or
     static constexpr int kRing = 4;   // ... a ring of device slots for levels kept in
     DeviceArray<Stored> ring_;    //     pinned host memory
-    Stored* pinned_ = nullptr;
+    PinnedBlock pinned_;
     bool host_levels_ = false;
     bool disk_ = false;                    // disk storage: pinned_ is a staging ring of kRing slots
     ScratchFile scratch_;                  // its folder and file (declared before io_: outlives the transfers)
@@ -1185,10 +1455,12 @@ private:
     int check_slot_ = 0, check_stamp_ = 0;
     int* flags_host_ = nullptr;    // mapped pinned memory, [slot][shot], zero at first
     int* flags_device_ = nullptr;  // the same, as the device sees it
+    std::size_t flags_capacity_ = 0;  // ints
     std::array<cudaEvent_t, 2> checked_{};
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
     DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only
     int n_levels_ = 0;
+    bool levels_ready_ = false;  // the last prepare() made room for kept levels
     bool levels_kept_ = false;
 };
 
@@ -1206,14 +1478,14 @@ public:
                                   std::to_string(count) + " are visible");
         name_ = cuda_messages::device_label(device_, device_name(device_));
     }
+    ~CudaPropagator() override { drop_workspace(); }  // (its engines count their memory in tally_)
     std::string name() const override { return name_; }
     std::size_t peak_device_bytes() const override { return tally_.peak(); }
 
 protected:
-    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
-                                        bool keep_levels) override {
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options) override {
         return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
-            return std::make_unique<CudaEngine<T, ORDER, Stored>>(setup, options, device_, tally_, keep_levels);
+            return std::make_unique<CudaEngine<T, ORDER, Stored>>(setup, options, device_, tally_);
         });
     }
     /// Each engine has a stream of its own: the shot groups' time loops run at once.
@@ -1266,8 +1538,11 @@ std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions& option
 }
 
 double cuda_copy_bandwidth(std::size_t bytes) {
-    std::size_t total = 0;
-    DeviceArray<char> a(bytes, total), b(bytes, total);
+    DeviceTally tally;
+    DeviceBytes held(tally);
+    DeviceArray<char> a, b;
+    a.resize(bytes, held);
+    b.resize(bytes, held);
     GPRFWI_CUDA_CHECK(cudaMemset(a.get(), 1, bytes));
     cudaEvent_t start, stop;
     GPRFWI_CUDA_CHECK(cudaEventCreate(&start));

@@ -12,8 +12,7 @@ public:
     std::string name() const override { return "cpu"; }
 
 protected:
-    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
-                                        bool keep_levels) override;
+    std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options) override;
 };
 
 }  // namespace gprfwi

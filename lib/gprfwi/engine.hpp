@@ -33,11 +33,24 @@ struct AdjointResult {
     std::vector<std::vector<double>> grad_wavelet_internal;
 };
 
+/// A backend's time loops over one batch (or shot group) of shots. An engine
+/// lives as long as its propagator's workspace and serves every call: it is
+/// made once for a setup object that the workspace refills at each call, and
+/// prepare() makes it ready for what that setup holds now.
 class Engine {
 public:
     virtual ~Engine() = default;
+    /// Makes the engine ready for a call on its setup as it is now: loads the
+    /// model's coefficients, the CPML profiles, the sources, receivers and
+    /// wavelets, and makes room for the call's fields (and kept levels when
+    /// keep_levels). Memory of earlier calls is reused where it is large
+    /// enough and grown where not; nothing read by the time loops depends on
+    /// an earlier call.
+    virtual void prepare(bool keep_levels) = 0;
+    /// Gives back the engine's large memory (a later prepare() takes it again).
+    virtual void release() = 0;
     /// Forward run from zero fields; keeps Ey levels for a later adjoint()
-    /// when keep_levels is true.
+    /// when keep_levels is true (which the last prepare() must have had).
     virtual InternalTraces forward(bool keep_levels) = 0;
     /// Adjoint run driven by the internal-rate adjoint source; needs a
     /// preceding forward(true).
@@ -75,20 +88,27 @@ std::size_t shot_group_begin(std::size_t shots, int groups, int group);
 /// time loops run at once; else one engine runs the batch and keeps a sum
 /// per group itself (the CPU: its passes over the fields are cheapest over
 /// all shots at once).
+///
+/// The engines and their setups are the propagator's workspace: made at the
+/// first call and kept, so that later calls (an inversion's evaluations, a
+/// rank's batches) reuse their memory, streams and threads' state, and pay
+/// only for what changed (docs/performance.md, "Whole calls").
 class EnginePropagator : public Propagator {
 public:
+    ~EnginePropagator() override;
     Traces forward(const Model& model, const Survey& survey) override;
     GradientResult gradient(const Model& model, const Survey& survey, const Misfit& misfit) override;
     using Propagator::gradient;
     MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
 
 protected:
-    using Propagator::Propagator;
-    /// An engine for this batch (or shot group) with these options (both
-    /// outlive it); keep_levels says whether a gradient (and so kept levels)
-    /// will be asked of it, so it can allocate everything up front.
-    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
-                                                bool keep_levels) = 0;
+    explicit EnginePropagator(const PropagatorOptions& options);
+    /// An engine for shot groups of `setup` with these `options` (both
+    /// outlive it, and are refilled before each prepare()).
+    virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options) = 0;
+    /// Destroys the workspace's engines: a backend whose engines refer to
+    /// its own members calls it in its destructor, before those go.
+    void drop_workspace();
     /// Whether the engines of a batch's shot groups run at once, each driven
     /// by a host thread of its own (their calls must then be safe to make
     /// from several threads at once); false: one after the other.
@@ -96,6 +116,7 @@ protected:
 
 private:
     class ShotGroups;
+    std::unique_ptr<ShotGroups> workspace_;
 };
 
 }  // namespace gprfwi

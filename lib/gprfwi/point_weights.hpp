@@ -25,6 +25,7 @@ const char* to_string(PointInterpolation p);
 struct PointWeight {
     std::size_t index;  // storage index in the padded layout (PaddedGrid::index)
     double weight;
+    bool operator==(const PointWeight&) const = default;
 };
 
 /// Weights of one point. Throws PositionOutsideModel (with the point, the

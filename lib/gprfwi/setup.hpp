@@ -6,6 +6,7 @@
 // these into their own arithmetic type and memory.
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct ShotOperators {
     /// Receiver r samples sum_j weight_j * Ey[index_j].
     std::vector<std::vector<PointWeight>> receivers;
     std::vector<double> wavelet_internal;  // nt_internal samples, A
+    bool operator==(const ShotOperators&) const = default;
+};
+
+/// The model's update coefficients at every padded node (halo zero): ca, cb
+/// at E nodes, cq at H nodes. A batch's shot groups share one copy.
+struct MaterialCoefficients {
+    std::vector<double> ca, cb, cq;
 };
 
 struct PropagationSetup {
@@ -37,7 +45,7 @@ struct PropagationSetup {
     int snapshot_interval = 1;  // kept-level interval actually used (options' 0 resolved)
     int checkpoint_steps = 0;   // steps per checkpointed segment (0: every level kept)
     int binomial_slots = 0;     // saved states of binomial checkpointing (0: off)
-    std::vector<double> ca, cb, cq;  // padded layout (grid.storage_size()), halo zero
+    std::shared_ptr<const MaterialCoefficients> coefficients;
     CpmlAxisProfile cpml_x, cpml_z;
     ResampleOperator upsample;    // user wavelet -> internal
     ResampleOperator downsample;  // internal trace -> user
@@ -48,6 +56,14 @@ struct PropagationSetup {
     /// typed errors of error.hpp with the numbers at fault.
     static PropagationSetup build(const Model& model, const Survey& survey,
                                   const PropagatorOptions& options);
+
+    /// Shots [first, first + count) of this batch as a batch of their own
+    /// (a shot group), sharing its coefficients.
+    PropagationSetup shot_range(std::size_t first, std::size_t count) const;
+
+    const std::vector<double>& ca() const { return coefficients->ca; }
+    const std::vector<double>& cb() const { return coefficients->cb; }
+    const std::vector<double>& cq() const { return coefficients->cq; }
 
     /// Model node whose values fill padded node (iz, ix): the model extended
     /// into the CPML by its edge values.

@@ -19,9 +19,15 @@ namespace gprfwi {
 template <typename Stored>
 class SnapshotStore {
 public:
-    SnapshotStore(int nt_internal, int interval, std::size_t level_size)
-        : interval_(interval), level_size_(level_size),
-          data_(static_cast<std::size_t>(nt_internal / interval) * level_size) {}
+    SnapshotStore(int nt_internal, int interval, std::size_t level_size) { reset(nt_internal, interval, level_size); }
+
+    /// The store of another run's levels, in the memory of this one's where
+    /// it is large enough (the levels' values are then those left there).
+    void reset(int nt_internal, int interval, std::size_t level_size) {
+        interval_ = interval;
+        level_size_ = level_size;
+        data_.resize(static_cast<std::size_t>(nt_internal / interval) * level_size);
+    }
 
     static std::size_t bytes(int nt_internal, int interval, std::size_t level_size) {
         return static_cast<std::size_t>(nt_internal / interval) * level_size * sizeof(Stored);
@@ -37,8 +43,8 @@ public:
     }
 
 private:
-    int interval_;
-    std::size_t level_size_;
+    int interval_ = 1;
+    std::size_t level_size_ = 0;
     std::vector<Stored> data_;
 };
 

@@ -11,6 +11,7 @@
 #include "gprfwi/cpu_propagator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
@@ -51,8 +52,12 @@ struct AxisArrays {
 template <typename T>
 struct FieldArrays {
     std::vector<T> ey, hx, hz, psi_ey_x, psi_ey_z, psi_hz_x, psi_hx_z;
-    explicit FieldArrays(std::size_t n)
-        : ey(n), hx(n), hz(n), psi_ey_x(n), psi_ey_z(n), psi_hz_x(n), psi_hx_z(n) {}
+    FieldArrays() = default;
+    explicit FieldArrays(std::size_t n) { zero(n); }
+    /// n zeros in every array (their memory kept where it holds n already).
+    void zero(std::size_t n) {
+        for (auto* a : {&ey, &hx, &hz, &psi_ey_x, &psi_ey_z, &psi_hz_x, &psi_hx_z}) a->assign(n, T(0));
+    }
     k::TmFields<T> view() {
         return {ey.data(), hx.data(), hz.data(), psi_ey_x.data(), psi_ey_z.data(), psi_hz_x.data(),
                 psi_hx_z.data()};
@@ -62,18 +67,40 @@ struct FieldArrays {
 template <typename T, int ORDER, typename Stored>
 class CpuEngine final : public Engine {
 public:
-    CpuEngine(const PropagationSetup& s, const PropagatorOptions& o)
-        : s_(s), opt_(o), ca_(convert<T>(s.ca)), cb_(convert<T>(s.cb)), cq_(convert<T>(s.cq)), x_(s.cpml_x),
-          z_(s.cpml_z), g_(grid_params<T>(s)) {}
+    CpuEngine(const PropagationSetup& s, const PropagatorOptions& o) : s_(s), opt_(o) {}
+
+    void prepare(bool) override {
+        // the model's coefficients and the CPML profiles in the arithmetic type
+        assign_converted(ca_, s_.ca());
+        assign_converted(cb_, s_.cb());
+        assign_converted(cq_, s_.cq());
+        x_.emplace(s_.cpml_x);
+        z_.emplace(s_.cpml_z);
+        g_ = grid_params<T>(s_);
+        kept_ = false;
+    }
+
+    void release() override {
+        fields_ = {};
+        adjoint_ = {};
+        scratch_ = {};
+        store_.reset();
+        checkpoints_ = {};
+        sums_ = {};
+    }
 
     InternalTraces forward(bool keep_levels) override {
         const std::size_t n = batch_size();
         const int c = s_.checkpoint_steps;
         const bool binomial = s_.binomial_slots > 0;  // the adjoint recomputes everything from the zero start
-        if (keep_levels && !c && !binomial) store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        if (keep_levels && !c && !binomial) {
+            if (store_) store_->reset(s_.time.nt_internal, s_.snapshot_interval, n);
+            else store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        }
         checkpoints_.clear();
         kept_ = keep_levels;
-        FieldArrays<T> f(n);
+        FieldArrays<T>& f = fields_;
+        f.zero(n);
         InternalTraces traces = make_internal_traces(s_);
         for (int m = 0; m < s_.time.nt_internal; ++m) {
             if (keep_levels && c && m % c == 0) checkpoints_.push_back(f);  // the state at step m
@@ -89,8 +116,10 @@ public:
     AdjointResult adjoint(const InternalTraces& r_internal) override {
         if (!kept_) throw Error("CpuEngine::adjoint needs a forward run that kept its levels");
         const std::size_t n = batch_size();
-        FieldArrays<T> adj(n);
-        std::vector<T> q_x(n), q_z(n), p_x(n), p_z(n);
+        FieldArrays<T>& adj = adjoint_;
+        adj.zero(n);
+        for (std::vector<T>& a : scratch_) a.assign(n, T(0));
+        auto& [q_x, q_z, p_x, p_z] = scratch_;
         const std::size_t cells = g_.shot_stride;
         // the imaging accumulators, summed over the shots as it goes; the result's views of them. A shot
         // group (resolve_shot_groups) sums into its own, the groups' added in group order at the end, as
@@ -105,7 +134,7 @@ public:
         AdjointResult out{sums_[0].prev, sums_[0].next, sums_[0].illumination, {}};
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
-        const auto x = x_.view(), z = z_.view();
+        const auto x = x_->view(), z = z_->view();
         out.grad_wavelet_internal.assign(s_.shots.size(), std::vector<double>(s_.time.nt_internal, 0.0));
         // adjoint step m, imaging with kept levels m and m+1 (nullptr: not kept)
         auto adjoint_step = [&](int m, const Stored* prev, const Stored* next) {
@@ -197,10 +226,14 @@ public:
 private:
     k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
 
+    static void assign_converted(std::vector<T>& to, const std::vector<double>& from) {
+        to.assign(from.begin(), from.end());
+    }
+
     /// Forward step m: H, E, the source term, and (when traces is given) the receivers.
     void step(FieldArrays<T>& f, int m, InternalTraces* traces) {
         const auto fields = f.view();
-        const auto x = x_.view(), z = z_.view();
+        const auto x = x_->view(), z = z_->view();
         // H^{m-1/2} -> H^{m+1/2};  Ey^m -> Ey^{m+1}
         k::cpu::update_h<T, ORDER>(g_, materials(), x, z, fields);
         k::cpu::update_e<T, ORDER>(g_, materials(), x, z, fields);
@@ -264,8 +297,10 @@ private:
     const PropagationSetup& s_;
     const PropagatorOptions& opt_;
     std::vector<T> ca_, cb_, cq_;
-    AxisArrays<T> x_, z_;
+    std::optional<AxisArrays<T>> x_, z_;
     k::GridParams<T> g_;
+    FieldArrays<T> fields_, adjoint_;          // the forward's and the adjoint's fields
+    std::array<std::vector<T>, 4> scratch_;    // the adjoint's q_x, q_z, p_x, p_z
     std::optional<SnapshotStore<Stored>> store_;  // every kept level, or
     std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
     bool kept_ = false;
@@ -284,8 +319,7 @@ CpuPropagator::CpuPropagator(const PropagatorOptions& options) : EnginePropagato
     options_.validate();
 }
 
-std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup, const PropagatorOptions& options,
-                                                   bool) {
+std::unique_ptr<Engine> CpuPropagator::make_engine(const PropagationSetup& setup, const PropagatorOptions& options) {
     return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() -> std::unique_ptr<Engine> {
         return std::make_unique<CpuEngine<T, ORDER, Stored>>(setup, options);
     });

@@ -83,46 +83,58 @@ void for_each_group(int groups, bool concurrent, Fn&& fn) {
 
 }  // namespace
 
-/// A batch's shot groups and their engines: where the backend runs engines
-/// at once, an engine a group, with the group's setup (the batch's, with its
-/// shots only) and options (the batch's, as one group; progress reported by
-/// group 0 alone, whose steps keep pace with the others'); else one engine
-/// for the batch, which keeps the groups' sums itself.
+/// The propagator's workspace: a batch's shot groups, each with a setup,
+/// options and an engine that are kept from call to call (engines are made
+/// at the first call that needs them and refilled by each later one). Where
+/// the backend runs engines at once, an engine a group, with the group's
+/// setup (the batch's shots of that group, sharing its coefficients) and
+/// options (the batch's, as one group; progress reported by group 0 alone,
+/// whose steps keep pace with the others'); else one engine for the batch,
+/// which keeps the groups' sums itself.
 class EnginePropagator::ShotGroups {
 public:
-    ShotGroups(EnginePropagator& p, const PropagationSetup& batch, bool keep_levels)
-        : batch_(batch), concurrent_(p.concurrent_groups()),
-          groups_(resolve_shot_groups(p.options_, batch.shots.size(), batch.grid)), n_(concurrent_ ? groups_ : 1) {
-        options_.assign(static_cast<std::size_t>(n_), p.options_);
+    explicit ShotGroups(EnginePropagator& p) : p_(p) {}
+
+    /// Takes a call's batch and makes the engines of its groups ready for it
+    /// (Engine::prepare); the engines of groups it does not have give their
+    /// memory back.
+    void bind(PropagationSetup&& batch, bool keep_levels) {
+        groups_ = resolve_shot_groups(p_.options_, batch.shots.size(), batch.grid);
+        n_ = p_.concurrent_groups() ? groups_ : 1;
+        shots_ = batch.shots.size();
+        while (slots_.size() < static_cast<std::size_t>(n_)) slots_.push_back(std::make_unique<Slot>());
         if (n_ == 1) {
-            engines_.push_back(p.make_engine(batch, options_[0], keep_levels));
-            return;
+            slots_[0]->setup = std::move(batch);
+        } else {
+            batch_ = std::move(batch);
+            for (int g = 0; g < n_; ++g) slot(g).setup = batch_.shot_range(begin(g), begin(g + 1) - begin(g));
         }
         for (int g = 0; g < n_; ++g) {
-            PropagationSetup part = batch;  // (the coefficients too: each engine converts its own)
-            part.shots.assign(batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g)),
-                              batch.shots.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
-            part.first_shot = batch.first_shot + static_cast<int>(begin(g));
-            parts_.push_back(std::move(part));
-            PropagatorOptions& o = options_[static_cast<std::size_t>(g)];
-            o.shot_groups = 1;
-            if (g > 0) o.progress = nullptr;
+            Slot& sl = slot(g);
+            sl.options = p_.options_;
+            if (n_ > 1) {
+                sl.options.shot_groups = 1;
+                if (g > 0) sl.options.progress = nullptr;
+            }
+            if (!sl.engine) sl.engine = p_.make_engine(sl.setup, sl.options);
+            sl.engine->prepare(keep_levels);
         }
-        for (int g = 0; g < n_; ++g)
-            engines_.push_back(p.make_engine(parts_[static_cast<std::size_t>(g)], options_[static_cast<std::size_t>(g)],
-                                             keep_levels));
+        for (std::size_t g = static_cast<std::size_t>(n_); g < slots_.size(); ++g)
+            if (slots_[g]->engine) slots_[g]->engine->release();
     }
+    /// The call's batch.
+    const PropagationSetup& batch() const { return n_ == 1 ? slots_[0]->setup : batch_; }
     /// The batch's shot groups (resolve_shot_groups).
     int groups() const { return groups_; }
     /// Its engines: the groups, or one.
     int size() const { return n_; }
-    Engine& engine(int g) { return *engines_[static_cast<std::size_t>(g)]; }
+    Engine& engine(int g) { return *slot(g).engine; }
     /// The first shot of group g in the batch.
-    std::size_t begin(int g) const { return shot_group_begin(batch_.shots.size(), n_, g); }
+    std::size_t begin(int g) const { return shot_group_begin(shots_, n_, g); }
     /// fn(g, engine) for every group, at once where the backend can.
     template <typename Fn>
     void each(Fn&& fn) {
-        for_each_group(size(), concurrent_, [&](int g) { fn(g, engine(g)); });
+        for_each_group(size(), p_.concurrent_groups(), [&](int g) { fn(g, engine(g)); });
     }
     /// The batch's internal traces from the groups'.
     InternalTraces join(std::vector<InternalTraces>&& parts) const {
@@ -149,13 +161,26 @@ public:
     }
 
 private:
-    const PropagationSetup& batch_;
-    bool concurrent_;
-    int groups_, n_;
-    std::vector<PropagationSetup> parts_;
-    std::vector<PropagatorOptions> options_;
-    std::vector<std::unique_ptr<Engine>> engines_;  // (after what they refer to: destroyed first)
+    /// A group's setup and options, which its engine refers to (so they
+    /// stay where they are: a Slot is never moved), and the engine.
+    struct Slot {
+        PropagationSetup setup;
+        PropagatorOptions options;
+        std::unique_ptr<Engine> engine;  // (after what it refers to: destroyed first)
+    };
+    Slot& slot(int g) const { return *slots_[static_cast<std::size_t>(g)]; }
+
+    EnginePropagator& p_;
+    PropagationSetup batch_;  // the call's batch where it runs as several engines
+    std::size_t shots_ = 0;
+    int groups_ = 1, n_ = 1;
+    std::vector<std::unique_ptr<Slot>> slots_;
 };
+
+EnginePropagator::EnginePropagator(const PropagatorOptions& options) : Propagator(options) {}
+EnginePropagator::~EnginePropagator() = default;
+
+void EnginePropagator::drop_workspace() { workspace_.reset(); }
 
 int resolve_shot_groups(const PropagatorOptions& o, std::size_t shots, const PaddedGrid& grid) {
     const int most = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(shots, kMaxShotGroups)));
@@ -175,8 +200,10 @@ std::size_t shot_group_begin(std::size_t shots, int groups, int group) {
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
-    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    ShotGroups groups(*this, s, false);
+    if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
+    ShotGroups& groups = *workspace_;
+    groups.bind(PropagationSetup::build(model, survey, options_), false);
+    const PropagationSetup& s = groups.batch();
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
@@ -194,8 +221,10 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
 GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
     timings_ = {};
     auto t0 = std::chrono::steady_clock::now();
-    const PropagationSetup s = PropagationSetup::build(model, survey, options_);
-    ShotGroups groups(*this, s, true);
+    if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
+    ShotGroups& groups = *workspace_;
+    groups.bind(PropagationSetup::build(model, survey, options_), true);
+    const PropagationSetup& s = groups.batch();
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
@@ -229,11 +258,12 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
     const std::size_t nodes = a[0].g_prev.size();
     std::vector<double> g_eps(nodes, 0.0), g_sig(nodes, 0.0);
+#pragma omp parallel for schedule(static)
     for (int iz = 0; iz < s.grid.nz; ++iz)
         for (int ix = 0; ix < s.grid.nx; ++ix) {
             const int mz = s.model_row(iz), mx = s.model_col(ix);
             const std::size_t i = s.grid.index(iz, ix);
-            const double ca = as_used(s.ca[i], options_.precision), cb = as_used(s.cb[i], options_.precision);
+            const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
             const double grad_ca = summed(&AdjointResult::g_prev, i);
             const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
             const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
@@ -247,6 +277,7 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
             out.illumination = fold_to_model(s, a[0].illumination);
         } else {
             std::vector<double> energy(nodes);
+#pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(&AdjointResult::illumination, i);
             out.illumination = fold_to_model(s, energy);
         }

@@ -26,23 +26,26 @@ namespace {
 // ca, cb at every padded E node and cq at every padded H node. H nodes take
 // mu_r of the E node (iz, ix) that precedes them (Hx at (iz+1/2, ix), Hz at
 // (iz, ix+1/2)); the same rule holds in the CPML, where values are extended.
-void fill_coefficients(PropagationSetup& s, const Model& model) {
+std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationSetup& s, const Model& model) {
+    auto c = std::make_shared<MaterialCoefficients>();
     const std::size_t n = s.grid.storage_size();
-    s.ca.assign(n, 0.0);
-    s.cb.assign(n, 0.0);
-    s.cq.assign(n, 0.0);
+    c->ca.assign(n, 0.0);
+    c->cb.assign(n, 0.0);
+    c->cq.assign(n, 0.0);
     const double dt = s.time.dt_internal;
+#pragma omp parallel for schedule(static)
     for (int iz = 0; iz < s.grid.nz; ++iz) {
         const int mz = s.model_row(iz);
         for (int ix = 0; ix < s.grid.nx; ++ix) {
             const int mx = s.model_col(ix);
-            const auto c = lossy_coefficients(model.eps_r(mz, mx), model.sigma(mz, mx), dt);
+            const auto lossy = lossy_coefficients(model.eps_r(mz, mx), model.sigma(mz, mx), dt);
             const std::size_t i = s.grid.index(iz, ix);
-            s.ca[i] = c.ca;
-            s.cb[i] = c.cb;
-            s.cq[i] = magnetic_coefficient(model.mu_r(mz, mx), dt);
+            c->ca[i] = lossy.ca;
+            c->cb[i] = lossy.cb;
+            c->cq[i] = magnetic_coefficient(model.mu_r(mz, mx), dt);
         }
     }
+    return c;
 }
 
 double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
@@ -68,7 +71,7 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
                                                          : auto_snapshot_interval(survey, s.time.dt_internal);
     s.checkpoint_steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, s.time.nt_internal);
     s.binomial_slots = resolve_binomial_slots(options.snapshots.binomial_slots, s.time.nt_internal);
-    fill_coefficients(s, model);
+    s.coefficients = fill_coefficients(s, model);
 
     const double c_ref = options.cpml.reference_velocity > 0
                              ? options.cpml.reference_velocity
@@ -93,7 +96,7 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
             for (const PointWeight& pw : point_weights(s.grid, src.position, options.interpolation,
                                                        fmt::format("shot {} source {}", si, k))) {
                 // J = I / (dx dz) enters as Ey -= cb * J
-                const double weight = -s.cb[pw.index] * pw.weight * src.amplitude * inv_cell;
+                const double weight = -s.cb()[pw.index] * pw.weight * src.amplitude * inv_cell;
                 auto same = std::find_if(op.source.begin(), op.source.end(),
                                          [&](const PointWeight& q) { return q.index == pw.index; });
                 if (same != op.source.end()) same->weight += weight;
@@ -108,6 +111,25 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
         s.upsample.apply(shot.wavelet.data(), op.wavelet_internal.data());
     }
     return s;
+}
+
+PropagationSetup PropagationSetup::shot_range(std::size_t first, std::size_t count) const {
+    PropagationSetup part;
+    part.grid = grid;
+    part.time = time;
+    part.alpha_max = alpha_max;
+    part.snapshot_interval = snapshot_interval;
+    part.checkpoint_steps = checkpoint_steps;
+    part.binomial_slots = binomial_slots;
+    part.coefficients = coefficients;
+    part.cpml_x = cpml_x;
+    part.cpml_z = cpml_z;
+    part.upsample = upsample;
+    part.downsample = downsample;
+    part.shots.assign(shots.begin() + static_cast<std::ptrdiff_t>(first),
+                      shots.begin() + static_cast<std::ptrdiff_t>(first + count));
+    part.first_shot = first_shot + static_cast<int>(first);
+    return part;
 }
 
 int resolve_checkpoint_steps(int option, int nt) {
@@ -125,10 +147,17 @@ void throw_blowup(const PropagationSetup& s, const char* what, int shot, int ste
 }
 
 Array2D fold_to_model(const PropagationSetup& s, std::span<const double> padded) {
-    Array2D out(s.grid.model.nz, s.grid.model.nx, 0.0);
-    for (int iz = 0; iz < s.grid.nz; ++iz) {
-        const int mz = s.model_row(iz);
-        for (int ix = 0; ix < s.grid.nx; ++ix) out(mz, s.model_col(ix)) += padded[s.grid.index(iz, ix)];
+    const Grid& model = s.grid.model;
+    Array2D out(model.nz, model.nx, 0.0);
+    // each model row sums the padded rows that fold onto it (the CPML's onto
+    // the edge rows) in padded order: every node's sum is added in the order
+    // of a plain loop over the padded grid, whatever the threads
+#pragma omp parallel for schedule(static)
+    for (int mz = 0; mz < model.nz; ++mz) {
+        const int first = mz == 0 ? 0 : mz + s.grid.pml.top;
+        const int last = mz == model.nz - 1 ? s.grid.nz - 1 : mz + s.grid.pml.top;
+        for (int iz = first; iz <= last; ++iz)
+            for (int ix = 0; ix < s.grid.nx; ++ix) out(mz, s.model_col(ix)) += padded[s.grid.index(iz, ix)];
     }
     return out;
 }
