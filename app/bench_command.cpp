@@ -1,10 +1,16 @@
-// `gprfwi bench`: cell-steps per second of forward or gradient runs, next to the
-// memory bandwidth of this machine measured in the same run (a parallel copy),
-// so the result reads as a fraction of the machine's limit.
+// `gprfwi bench`: cell-steps per second of whole forward or gradient calls
+// from a warm process (and of their time loops), next to the memory bandwidth
+// of this machine measured in the same run, so the result reads as a fraction
+// of the machine's limit; or (--mode inversion) seconds per iteration and the
+// inversion efficiency of a real campaign.
+
+#include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -15,7 +21,10 @@
 #include "commands.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/cuda_backend.hpp"
+#include "gprfwi/distributed.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
 #include "gprfwi/stencil.hpp"
 #include "gprfwi/wavelet.hpp"
@@ -33,6 +42,7 @@ struct BenchArgs {
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
     int check_every = PropagatorOptions{}.blowup_check_interval;
     int shot_groups = 0;
+    int iterations = 5;
 };
 
 double now_s() {
@@ -89,27 +99,10 @@ double bytes_per_cell_step(bool cuda, bool gradient, std::size_t word, std::size
     return forward + adjoint + level + 4.0 * 8.0 * per_shot / steps;
 }
 
-void run_bench(const BenchArgs& a) {
-    const bool gradient = a.mode == "gradient";
-    if (!gradient && a.mode != "forward")
-        throw InvalidArgument(fmt::format("--mode must be 'forward' or 'gradient', got '{}'", a.mode));
-    PropagatorOptions opt;
-    opt.backend = parse_backend(a.backend);
-    opt.precision = parse_precision(a.precision);
-    opt.stencil_order = a.stencil;
-    opt.cpml.widths = PmlWidths::uniform(a.pml);
-    opt.snapshots.compression = parse_compression(a.compression);
-    opt.snapshots.interval = a.interval;
-    opt.snapshots.storage = parse_storage(a.storage);
-    opt.snapshots.checkpoint_steps = a.checkpoint;
-    opt.snapshots.binomial_slots = a.binomial;
-    opt.blowup_check_interval = a.check_every;
-    opt.shot_groups = a.shot_groups;
-    auto prop = make_propagator(opt);
-    const bool cuda = prop->name().rfind("cuda", 0) == 0;
-
-    const Grid grid{a.nx, a.nz, 0.01, 0.01};
-    Model model = Model::uniform(grid, 9.0, 0.005);
+/// The bench's batch: a uniform model on a.nx x a.nz nodes of 1 cm, a.shots
+/// shots spread along a line at a tenth of the depth, each with 16
+/// receivers on that line, Ricker wavelets, dt at 0.9 of the CFL limit.
+Survey bench_survey(const BenchArgs& a, const Grid& grid) {
     Survey survey;
     const double v = speed_of_light() / 3.0;
     survey.dt = 0.9 / (v * std::sqrt(2.0) / grid.dx * stencil_abs_sum(a.stencil));
@@ -122,6 +115,41 @@ void run_bench(const BenchArgs& a) {
         shot.wavelet = ricker(a.nt, survey.dt, 0.1 / survey.dt, -1.0, 1.0);
         survey.shots.push_back(shot);
     }
+    return survey;
+}
+
+PropagatorOptions bench_options(const BenchArgs& a) {
+    PropagatorOptions opt;
+    opt.backend = parse_backend(a.backend);
+    opt.precision = parse_precision(a.precision);
+    opt.stencil_order = a.stencil;
+    opt.cpml.widths = PmlWidths::uniform(a.pml);
+    opt.snapshots.compression = parse_compression(a.compression);
+    opt.snapshots.interval = a.interval;
+    opt.snapshots.storage = parse_storage(a.storage);
+    opt.snapshots.checkpoint_steps = a.checkpoint;
+    opt.snapshots.binomial_slots = a.binomial;
+    opt.blowup_check_interval = a.check_every;
+    opt.shot_groups = a.shot_groups;
+    return opt;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/// Forward or gradient calls of one propagator from a warm process: the
+/// first call (which makes the workspace) is left out, the median of the
+/// others reported, whole calls first and their time loops beside them.
+void run_calls(const BenchArgs& a) {
+    const bool gradient = a.mode == "gradient";
+    const PropagatorOptions opt = bench_options(a);
+    auto prop = make_propagator(opt);
+    const bool cuda = prop->name().rfind("cuda", 0) == 0;
+    const Grid grid{a.nx, a.nz, 0.01, 0.01};
+    const Model model = Model::uniform(grid, 9.0, 0.005);
+    const Survey survey = bench_survey(a, grid);
     const MemoryEstimate mem = prop->estimate_memory(model, survey, gradient);
     const double bandwidth = cuda ? cuda_copy_bandwidth() : host_copy_bandwidth();
     const Traces observed = make_traces(survey);
@@ -130,19 +158,23 @@ void run_bench(const BenchArgs& a) {
         if (gradient) prop->gradient(model, survey, observed);
         else prop->forward(model, survey);
     };
-    run_once();  // warm-up: page faults and first-touch out of the timing
-    std::vector<double> times, calls;
+    const double first0 = now_s();
+    run_once();  // the first call: the workspace, page faults and first touch
+    const double first_call = now_s() - first0;
+    std::vector<double> loops, calls, setups, hosts;
     for (int r = 0; r < a.repeats; ++r) {
         const double t0 = now_s();
         run_once();
         calls.push_back(now_s() - t0);
-        times.push_back(prop->last_timings().forward_s + prop->last_timings().adjoint_s);
+        const RunTimings& t = prop->last_timings();
+        loops.push_back(t.forward_s + t.adjoint_s);
+        setups.push_back(t.setup_s);
+        hosts.push_back(t.other_s);
     }
-    std::sort(times.begin(), times.end());
-    std::sort(calls.begin(), calls.end());
-    const double seconds = times[times.size() / 2], call_seconds = calls[calls.size() / 2];
+    const double loop_s = median(loops), call_s = median(calls), overhead = call_s - loop_s;
     const double cells = static_cast<double>(a.nx + 2 * a.pml) * (a.nz + 2 * a.pml);
-    const double rate = cells * a.shots * a.nt / seconds;
+    const double work = cells * a.shots * a.nt;
+    const double rate = work / call_s, loop_rate = work / loop_s;
     const std::size_t word = opt.precision == Precision::single ? 4 : 8;
     const auto compression = opt.snapshots.compression;
     const std::size_t stored = compression == SnapshotCompression::bf16 ? 2 : compression == SnapshotCompression::fp8 ? 1 : word;
@@ -153,18 +185,23 @@ void run_bench(const BenchArgs& a) {
     const double bytes = bytes_per_cell_step(cuda, gradient, word, stored, a.shots, groups, /*uniform_mu=*/true,
                                              paired, paired_share) +
                          (gradient && compression == SnapshotCompression::fp8 ? 2.0 * word : 0.0);
-    const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
-    const double achieved = rate * bytes;
+    const double limit = bandwidth / bytes;  // cell-steps/s at the copy bandwidth
+    const double fused_roofline = bandwidth / (gradient ? 2 * 36.0 : 36.0);  // the fused-kernel yardstick
     fmt::print("gprfwi bench: {} {} on {} ({} threads), {} precision, stencil {}, snapshots {}\n", a.mode,
                prop->name(), a.backend, omp_get_max_threads(), a.precision, a.stencil, a.compression);
-    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s) in {} shot group(s), {} steps; median of {} runs: "
-               "{:.3f} s in the time loops ({:.3f} s per call with set-up and host work)\n",
-               a.nx, a.nz, a.pml, cells, a.shots, groups, a.nt, a.repeats, seconds, call_seconds);
-    fmt::print("  {:.4g} cell-steps/s; at {:.0f} bytes/cell-step that is {:.3g} GB/s of the {:.3g} GB/s copy "
-               "bandwidth measured now ({:.0f}%)\n",
-               rate, bytes, achieved / 1e9, bandwidth / 1e9, 100.0 * achieved / bandwidth);
-    fmt::print("  {:.1f}% of the fused-kernel roofline (36 bytes per cell-step and direction: {:.4g} cell-steps/s)\n",
-               100.0 * rate / fused_roofline, fused_roofline);
+    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s) in {} shot group(s), {} steps; median of {} "
+               "warm calls\n",
+               a.nx, a.nz, a.pml, cells, a.shots, groups, a.nt, a.repeats);
+    fmt::print("  whole call: {:.4g} cell-steps/s ({:.3f} s a call), {:.0f}% of the {:.4g} cell-steps/s that the copy "
+               "bandwidth allows at {:.0f} bytes/cell-step\n",
+               rate, call_s, 100.0 * rate / limit, limit, bytes);
+    fmt::print("  in a call: set-up {:.3f} s, time loops {:.3f} s, host work {:.3f} s; overhead (call - loops) "
+               "{:.3f} s = {:.1f}% of the call; the first call took {:.3f} s\n",
+               median(setups), loop_s, median(hosts), overhead, 100.0 * overhead / call_s, first_call);
+    fmt::print("  time loops alone: {:.4g} cell-steps/s, {:.3g} GB/s of the {:.3g} GB/s copy bandwidth measured now "
+               "({:.0f}%), {:.1f}% of the fused-kernel roofline\n",
+               loop_rate, loop_rate * bytes / 1e9, bandwidth / 1e9, 100.0 * loop_rate / limit,
+               100.0 * loop_rate / fused_roofline);
     if (gradient)
         fmt::print("  kept forward levels in {}{}\n", prop->last_timings().level_storage,
                    paired ? "; imaging condition in pairs of adjoint steps" : "");
@@ -174,15 +211,127 @@ void run_bench(const BenchArgs& a) {
                mem.total() / 1073741824.0, mem.fields_bytes / 1073741824.0, mem.snapshot_bytes / 1073741824.0,
                prop->peak_device_bytes() / 1073741824.0);
     fmt::print("{{\"backend\":\"{}\",\"mode\":\"{}\",\"precision\":\"{}\",\"stencil\":{},\"compression\":\"{}\","
-               "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},\"seconds\":{:.6g},"
-               "\"cell_steps_per_s\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"achieved_bytes_per_s\":{:.6g},"
-               "\"copy_bandwidth_bytes_per_s\":{:.6g},\"fraction_of_bandwidth\":{:.4f},\"fraction_of_fused_roofline\":{:.4f},"
-               "\"call_seconds\":{:.6g},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\",\"imaging_steps\":{},"
-               "\"forward_paired_share\":{:.4f},\"shot_groups\":{},\"peak_device_bytes\":{},\"peak_bytes\":{}}}\n",
+               "\"nx\":{},\"nz\":{},\"pml\":{},\"shots\":{},\"nt\":{},\"threads\":{},"
+               "\"cell_steps_per_s\":{:.6g},\"call_seconds\":{:.6g},\"overhead_seconds\":{:.6g},"
+               "\"loop_cell_steps_per_s\":{:.6g},\"seconds\":{:.6g},\"setup_seconds\":{:.6g},\"host_seconds\":{:.6g},"
+               "\"first_call_seconds\":{:.6g},\"bytes_per_cell_step\":{:.0f},\"copy_bandwidth_bytes_per_s\":{:.6g},"
+               "\"fraction_of_bandwidth\":{:.4f},\"loop_fraction_of_bandwidth\":{:.4f},"
+               "\"fraction_of_fused_roofline\":{:.4f},\"interval\":{},\"storage\":\"{}\",\"level_storage\":\"{}\","
+               "\"imaging_steps\":{},\"forward_paired_share\":{:.4f},\"shot_groups\":{},\"peak_device_bytes\":{},"
+               "\"peak_bytes\":{}}}\n",
                prop->name(), a.mode, a.precision, a.stencil, a.compression, a.nx, a.nz, a.pml, a.shots, a.nt,
-               omp_get_max_threads(), seconds, rate, bytes, achieved, bandwidth, achieved / bandwidth,
-               rate / fused_roofline, call_seconds, a.interval, a.storage, prop->last_timings().level_storage,
-               prop->last_timings().imaging_steps, paired_share, groups, prop->peak_device_bytes(), mem.total());
+               omp_get_max_threads(), rate, call_s, overhead, loop_rate, loop_s, median(setups), median(hosts),
+               first_call, bytes, bandwidth, rate / limit, loop_rate / limit, loop_rate / fused_roofline, a.interval,
+               a.storage, prop->last_timings().level_storage, prop->last_timings().imaging_steps, paired_share, groups,
+               prop->peak_device_bytes(), mem.total());
+}
+
+/// Adds up the time loops of an objective's evaluations (DistributedRunner::timings).
+class TimedObjective final : public InversionObjective {
+public:
+    TimedObjective(InversionObjective& inner, const DistributedRunner& runner) : inner_(inner), runner_(runner) {}
+    double evaluate(const Model& m, const StageSpec& stage, Array2D& ge, Array2D& gs) override {
+        const double j = inner_.evaluate(m, stage, ge, gs);
+        count();
+        return j;
+    }
+    double evaluate_with_illumination(const Model& m, const StageSpec& stage, Array2D& ge, Array2D& gs,
+                                      Array2D& illumination) override {
+        const double j = inner_.evaluate_with_illumination(m, stage, ge, gs, illumination);
+        count();
+        return j;
+    }
+    std::vector<double> estimate_wavelet(const Model& m, double water_level) override {
+        return inner_.estimate_wavelet(m, water_level);
+    }
+    void set_wavelet(const std::vector<double>& w) override { inner_.set_wavelet(w); }
+    double wavelet_dt() const override { return inner_.wavelet_dt(); }
+    int evaluations = 0;
+    double loop_seconds = 0;
+
+private:
+    void count() {
+        ++evaluations;
+        loop_seconds += runner_.timings().forward_s + runner_.timings().adjoint_s;
+    }
+    InversionObjective& inner_;
+    const DistributedRunner& runner_;
+};
+
+/// A real campaign, timed: `iterations` iterations of one eps_r and sigma
+/// stage of TAO's bounded L-BFGS on the bench's batch over the ranks, from
+/// the uniform model to data of a model with a wet and a dry anomaly.
+/// Inversion efficiency = the evaluations' time loops / the campaign's wall
+/// time (rank 0's loops: every rank runs its share at once).
+void run_inversion(const BenchArgs& a) {
+    const PropagatorOptions base = bench_options(a);
+    const Grid grid{a.nx, a.nz, 0.01, 0.01};
+    const Model start = Model::uniform(grid, 9.0, 0.005);
+    Model truth = start;
+    for (int iz = 0; iz < grid.nz; ++iz)
+        for (int ix = 0; ix < grid.nx; ++ix) {
+            auto blob = [&](double fx, double fz, double r) {
+                const double dx = (ix - fx * grid.nx) / (r * grid.nx), dz = (iz - fz * grid.nz) / (r * grid.nz);
+                return std::exp(-(dx * dx + dz * dz));
+            };
+            truth.eps_r(iz, ix) += 3.0 * blob(0.35, 0.5, 0.1) - 2.0 * blob(0.7, 0.6, 0.08);
+            truth.sigma(iz, ix) += 0.01 * blob(0.35, 0.5, 0.1);
+        }
+    const Survey survey = bench_survey(a, grid);
+    const PropagatorOptions opt = fix_survey_wide_options(base, start, survey);
+    DistributedRunner runner(survey, opt, 0);
+    Traces observed = runner.forward(truth);  // this rank's shots
+    FwiObjective fwi(runner, std::move(observed), MisfitKind::l2);
+    TimedObjective objective(fwi, runner);
+    InversionSpec spec;
+    spec.eps_r_min = 1.0;
+    spec.eps_r_max = 30.0;
+    spec.save_models = false;
+    StageSpec stage;
+    stage.name = "bench";
+    stage.invert_sigma = true;
+    stage.iterations = a.iterations;
+    spec.stages.push_back(stage);
+    PetscSession petsc("");
+    std::string made;  // the campaign's outputs, in a folder of rank 0's under /tmp
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        char pattern[] = "/tmp/gprfwi-bench-XXXXXX";
+        if (!mkdtemp(pattern)) throw Error("bench: cannot make a temporary folder under /tmp");
+        made = pattern;
+    });
+    const std::string out = parallel::broadcast(made);
+    const double t0 = now_s();
+    const InversionResult r = invert(start, spec, objective, out, "", false);
+    const double wall = now_s() - t0;
+    parallel::barrier();
+    if (parallel::is_root()) std::filesystem::remove_all(out);
+    const int iterations = r.history.empty() ? 0 : r.history.back().iteration;
+    const double cells = static_cast<double>(a.nx + 2 * a.pml) * (a.nz + 2 * a.pml);
+    fmt::print("gprfwi bench: inversion on {} over {} rank(s), {} precision, stencil {}, snapshots {} in {}\n",
+               runner.propagator().name(), parallel::place().size, a.precision, a.stencil, a.compression,
+               runner.timings().level_storage);
+    fmt::print("  grid {} x {} + CPML {}, {} shots, {} steps: {} iterations, {} evaluations in {:.2f} s: {:.3f} s an "
+               "iteration, {:.3f} s an evaluation\n",
+               a.nx, a.nz, a.pml, a.shots, a.nt, iterations, objective.evaluations, wall,
+               wall / std::max(iterations, 1), wall / std::max(objective.evaluations, 1));
+    fmt::print("  the evaluations' time loops {:.2f} s (rank 0): inversion efficiency {:.1f}%; misfit fell to {:.3g} of "
+               "its start\n",
+               objective.loop_seconds, 100.0 * objective.loop_seconds / wall,
+               r.history.empty() ? 1.0 : r.history.back().misfit_relative);
+    fmt::print("{{\"mode\":\"inversion\",\"backend\":\"{}\",\"ranks\":{},\"nx\":{},\"nz\":{},\"shots\":{},\"nt\":{},"
+               "\"iterations\":{},\"evaluations\":{},\"seconds\":{:.6g},\"seconds_per_iteration\":{:.6g},"
+               "\"loop_seconds\":{:.6g},\"inversion_efficiency\":{:.4f},\"cell_steps_per_s\":{:.6g}}}\n",
+               runner.propagator().name(), parallel::place().size, a.nx, a.nz, a.shots, a.nt, iterations,
+               objective.evaluations, wall, wall / std::max(iterations, 1), objective.loop_seconds,
+               objective.loop_seconds / wall, cells * a.shots * a.nt * objective.evaluations / wall);
+}
+
+void run_bench(const BenchArgs& a) {
+    if (a.mode == "inversion") return run_inversion(a);
+    if (a.mode != "gradient" && a.mode != "forward")
+        throw InvalidArgument(fmt::format("--mode must be 'forward', 'gradient' or 'inversion', got '{}'", a.mode));
+    run_calls(a);
 }
 
 }  // namespace
@@ -191,7 +340,9 @@ void add_bench_command(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand("bench", "Measure cell-steps per second against memory bandwidth");
     cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
-    cmd->add_option("--mode", a->mode, "forward | gradient")->capture_default_str();
+    cmd->add_option("--mode", a->mode, "forward | gradient | inversion (an invert campaign on the bench's batch)")
+        ->capture_default_str();
+    cmd->add_option("--iterations", a->iterations, "Iterations of --mode inversion")->capture_default_str();
     cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
     cmd->add_option("--compression", a->compression, "Snapshot storage type: none | bf16 | fp8")->capture_default_str();
     cmd->add_option("--storage", a->storage, "Where a GPU keeps forward levels: auto | device | host | disk")
@@ -208,7 +359,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--shots", a->shots, "Shots in the batch")->capture_default_str();
     cmd->add_option("--nt", a->nt, "Time steps")->capture_default_str();
     cmd->add_option("--stencil", a->stencil, "Stencil order")->capture_default_str();
-    cmd->add_option("--repeats", a->repeats, "Timed runs (median reported)")->capture_default_str();
+    cmd->add_option("--repeats", a->repeats, "Timed calls after the first (median reported)")->capture_default_str();
     cmd->add_option("--shot-groups", a->shot_groups,
                     "Run the shots as this many groups, on a GPU at once (0: automatic)")
         ->capture_default_str();

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine: run the GPU tests and the benchmark cases of
-# docs/performance.md, writing logs under $OUT (or ./gpu-results). With
+# docs/performance.md (whole calls first), the `gprfwi gradient` command on a
+# large case and a timed inversion campaign, writing logs under $OUT (or
+# ./gpu-results); with BEFORE=path/to/gprfwi, the same bench cases with that
+# (earlier) build afterwards, for figures before and after from one run. With
 # --profile, also an Nsight Compute profile of one step's kernels, and of the memory
 # system under the bf16 gradient's step kernels (stalls, DRAM, L2 and its fabric).
 #   scripts/gpu-check.sh [--profile] [BIN_DIR]   BIN_DIR holds gprfwi and test_backends
@@ -14,23 +17,52 @@ find_bin() { for d in "$bin" "$bin/app" "$bin/tests"; do [ -x "$d/$1" ] && { ech
 gprfwi=$(find_bin gprfwi)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 $(find_bin test_backends) 2>&1 | tee "$out/test_backends.log" | grep -E "parity|dot-product|FAILED|PASSED|SKIPPED" | head -40
-bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | tail -6; }
+# whole calls from a warm process first (what users get), their time loops beside them
+bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | grep -E "^  (whole|in a call|time loops|kept)|^\{"; }
+cases=(
+  "--mode forward --shots 8 --nt 2000 --repeats 3"
+  "--mode forward --shots 8 --nt 4000 --repeats 3"
+  "--mode gradient --shots 8 --nt 2000 --repeats 3 --storage device"
+  "--mode gradient --shots 8 --nt 2000 --repeats 3 --storage device --compression bf16"
+  "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --compression bf16 --shot-groups 1"
+  "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --compression fp8"
+  "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --interval 0"
+  "--mode gradient --shots 8 --nt 2000 --repeats 3 --checkpoint -1"
+  "--mode gradient --shots 8 --nt 2000 --repeats 1 --binomial -1"
+  "--mode gradient --shots 4 --nt 1000 --repeats 3 --storage device"
+  "--mode gradient --shots 4 --nt 1000 --repeats 3 --storage host"
+  "--mode gradient --shots 4 --nt 1000 --repeats 3 --storage host --compression bf16"
+  "--mode gradient --shots 4 --nt 1000 --repeats 2 --storage disk --compression bf16"
+  "--mode forward --nx 4000 --nz 4000 --shots 1 --nt 1000 --repeats 3"
+)
 {
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode forward --repeats 3
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --repeats 2 --storage device
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2 --storage device
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression bf16 --repeats 2 --storage device --shot-groups 1
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --compression fp8 --repeats 2 --storage device
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --interval 0 --repeats 2 --storage device
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --checkpoint -1 --repeats 2
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --binomial -1 --repeats 1
-  bench --nx 1000 --nz 1000 --pml 20 --shots 8 --nt 2000 --stencil 4 --mode gradient --binomial 4 --repeats 1
-  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage device
-  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host
-  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage host --compression bf16
-  bench --nx 1000 --nz 1000 --pml 20 --shots 4 --nt 1000 --stencil 4 --mode gradient --repeats 2 --storage disk --compression bf16
-  bench --nx 4000 --nz 4000 --pml 20 --shots 1 --nt 1000 --stencil 4 --mode forward --repeats 3
+  for c in "${cases[@]}"; do bench --nx 1000 --nz 1000 --pml 20 --stencil 4 $c; done
+  # a real campaign: 5 iterations of invert on a generated 16-shot campaign (bf16 levels: 16 shots' float
+  # levels would not fit on the device)
+  echo "== gprfwi bench --mode inversion"
+  "$gprfwi" bench --backend cuda --mode inversion --nx 1000 --nz 1000 --shots 16 --nt 2000 --iterations 5 \
+    --compression bf16 2>&1 | grep -E "^gprfwi bench|^  |^\{"
 } 2>&1 | tee "$out/bench.log"
+# the command line: `gprfwi gradient` on 1000 x 1000 nodes, 8 shots, 2000 samples (the example's run file, larger)
+cli=$(mktemp -d)
+big=(--set grid.nx=1000 --set grid.nz=1000 --set time.nt=2000 --set survey.crosshole.sources.count=8
+     --set propagator.backend=cuda)
+here=$(cd "$(dirname "$0")/.." && pwd)
+"$gprfwi" forward "$here/configs/example.yaml" "${big[@]}" -o "$cli/truth" > "$out/cli.log" 2>&1
+start=$(date +%s.%N)
+"$gprfwi" gradient "$here/configs/example.yaml" "${big[@]}" --set model.eps_r=6.3 \
+  --set data.observed="$cli/truth/synthetic.h5" -o "$cli/grad" >> "$out/cli.log" 2>&1
+echo "gprfwi gradient CLI, 1000^2 x 8 shots x 2000 samples: process $(awk "BEGIN { print $(date +%s.%N) - $start }") s" \
+  | tee -a "$out/cli.log"
+grep -E "gradient in|timing" "$out/cli.log"
+rm -rf "$cli"
+# the same calls with an earlier build (BEFORE=path/to/gprfwi), for before-and-after figures from one run
+if [ -n "${BEFORE:-}" ]; then
+  for c in "${cases[@]}"; do
+    echo "== before: gprfwi bench $c"
+    "$BEFORE" bench --backend cuda --nx 1000 --nz 1000 --pml 20 --stencil 4 $c 2>&1 | grep -E "^\{"
+  done 2>&1 | tee "$out/bench-before.log"
+fi
 if [ $profile = 1 ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   "$ncu" --clock-control none -k regex:"step_kernel|frame_|imaging|source_gradient|inject" \
