@@ -20,10 +20,10 @@ $(find_bin test_backends) 2>&1 | tee "$out/test_backends.log" | grep -E "parity|
 # whole calls from a warm process first (what users get), their time loops beside them
 bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | grep -E "^  (whole|in a call|time loops|kept)|^\{"; }
 cases=(
-  "--mode forward --shots 8 --nt 2000 --repeats 3"
+  "--mode forward --shots 8 --nt 2000 --repeats 5"
   "--mode forward --shots 8 --nt 4000 --repeats 3"
-  "--mode gradient --shots 8 --nt 2000 --repeats 3 --storage device"
-  "--mode gradient --shots 8 --nt 2000 --repeats 3 --storage device --compression bf16"
+  "--mode gradient --shots 8 --nt 2000 --repeats 5 --storage device"
+  "--mode gradient --shots 8 --nt 2000 --repeats 5 --storage device --compression bf16"
   "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --compression bf16 --shot-groups 1"
   "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --compression fp8"
   "--mode gradient --shots 8 --nt 2000 --repeats 2 --storage device --interval 0"
@@ -36,7 +36,7 @@ cases=(
   "--mode forward --nx 4000 --nz 4000 --shots 1 --nt 1000 --repeats 3"
 )
 {
-  for c in "${cases[@]}"; do bench --nx 1000 --nz 1000 --pml 20 --stencil 4 $c; done
+  for c in "${cases[@]}"; do bench --pml 20 --stencil 4 $c; done
   # a real campaign: 5 iterations of invert on a generated 16-shot campaign (bf16 levels: 16 shots' float
   # levels would not fit on the device)
   echo "== gprfwi bench --mode inversion"
@@ -62,7 +62,7 @@ before_cases=("${cases[0]}" "${cases[1]}" "${cases[2]}" "${cases[3]}" "${cases[7
 if [ -n "${BEFORE:-}" ]; then
   for c in "${before_cases[@]}"; do
     echo "== before: gprfwi bench $c"
-    "$BEFORE" bench --backend cuda --nx 1000 --nz 1000 --pml 20 --stencil 4 $c 2>&1 | grep -E "^\{"
+    "$BEFORE" bench --backend cuda --pml 20 --stencil 4 $c 2>&1 | grep -E "^\{"
   done 2>&1 | tee "$out/bench-before.log"
 fi
 if [ $profile = 1 ]; then

@@ -337,16 +337,6 @@ std::vector<T> convert_padded(const std::vector<double>& v) {
     return out;
 }
 
-/// The value, as T, of every node of `grid` in `field` (padded layout); 0 when they differ.
-template <typename T>
-T uniform_value(const PaddedGrid& grid, const std::vector<double>& field) {
-    const double v = field[grid.index(0, 0)];
-    for (int iz = 0; iz < grid.nz; ++iz)
-        for (int ix = 0; ix < grid.nx; ++ix)
-            if (field[grid.index(iz, ix)] != v) return T(0);
-    return static_cast<T>(v);
-}
-
 template <typename T>
 struct DeviceAxis {
     DeviceArray<T> ik_int, a_int, b_int, ik_half, a_half, b_half;
@@ -1323,7 +1313,7 @@ private:
         }
         GPRFWI_CUDA_CHECK(cudaMemcpyAsync(coefs_.get(), staged, 2 * cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
         GPRFWI_CUDA_CHECK(cudaMemcpyAsync(cq_.get(), staged + 2 * cells, cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
-        cq_uniform_ = uniform_value<T>(s_.grid, s_.cq());
+        cq_uniform_ = static_cast<T>(s_.coefficients->cq_uniform);
         keep_coefficients_in_l2();
         x_.upload(s_.cpml_x, bytes_, stream_);
         z_.upload(s_.cpml_z, bytes_, stream_);
@@ -1477,6 +1467,9 @@ public:
             throw InvalidArgument("CUDA device " + std::to_string(device_) + " requested, but only " +
                                   std::to_string(count) + " are visible");
         name_ = cuda_messages::device_label(device_, device_name(device_));
+        // the device's context made now, as the propagator starts, not in its first call
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        GPRFWI_CUDA_CHECK(cudaFree(nullptr));
     }
     ~CudaPropagator() override { drop_workspace(); }  // (its engines count their memory in tally_)
     std::string name() const override { return name_; }

@@ -149,6 +149,7 @@ struct GradientResult {
 /// Wall-clock seconds of the phases of the last forward or gradient call.
 struct RunTimings {
     double setup_s = 0;    // coefficients, CPML, weights, device allocation and upload
+    double build_s = 0;    // ... of which on the host: coefficients, CPML, weights (PropagationSetup)
     double forward_s = 0;  // forward time loop, traces back to the host
     double adjoint_s = 0;  // adjoint time loop, gradients back to the host
     double other_s = 0;    // misfit, resampling, chain rule, folding

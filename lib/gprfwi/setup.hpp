@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gprfwi/cpml.hpp"
@@ -36,6 +37,7 @@ struct ShotOperators {
 /// at E nodes, cq at H nodes. A batch's shot groups share one copy.
 struct MaterialCoefficients {
     std::vector<double> ca, cb, cq;
+    double cq_uniform = 0;  // cq of every node where all hold the same (a non-magnetic model), else 0
 };
 
 struct PropagationSetup {
@@ -53,9 +55,11 @@ struct PropagationSetup {
     int first_shot = 0;  // the batch's index of shots[0] (a shot group's setup: its first shot), for messages
 
     /// Validates model, survey and options, and builds the setup. Throws the
-    /// typed errors of error.hpp with the numbers at fault.
-    static PropagationSetup build(const Model& model, const Survey& survey,
-                                  const PropagatorOptions& options);
+    /// typed errors of error.hpp with the numbers at fault. The coefficients
+    /// go into `recycle` where nothing else holds it (an earlier call's, so
+    /// that a workspace's calls reuse its memory).
+    static PropagationSetup build(const Model& model, const Survey& survey, const PropagatorOptions& options,
+                                  std::shared_ptr<MaterialCoefficients> recycle = nullptr);
 
     /// Shots [first, first + count) of this batch as a batch of their own
     /// (a shot group), sharing its coefficients.
@@ -69,6 +73,9 @@ struct PropagationSetup {
     /// into the CPML by its edge values.
     int model_row(int iz) const;
     int model_col(int ix) const;
+    /// The padded rows [first, last] whose model row is mz (the CPML's rows
+    /// fold onto the edge rows).
+    std::pair<int, int> padded_rows(int mz) const;
 };
 
 /// Steps per checkpointed segment for `option` (0 off, -1 automatic: sqrt(7 nt),

@@ -79,14 +79,17 @@ void check_array(const Array2D& a, const Grid& g, const char* name, double lo, b
     if (a.nz() != g.nz || a.nx() != g.nx)
         throw SizeMismatch(fmt::format("model array {} is [{}][{}], grid is [nz={}][nx={}]", name,
                                        a.nz(), a.nx(), g.nz, g.nx));
+    auto ok = [&](double v) { return std::isfinite(v) && (lo_inclusive ? v >= lo : v > lo); };
+    bool all_ok = true;  // (scanned on all threads; the first bad node then found in order, for the message)
+    const double* v = a.data();
+#pragma omp parallel for reduction(&& : all_ok) schedule(static)
+    for (std::size_t i = 0; i < a.size(); ++i) all_ok = all_ok && ok(v[i]);
+    if (all_ok) return;
     for (int iz = 0; iz < g.nz; ++iz)
-        for (int ix = 0; ix < g.nx; ++ix) {
-            const double v = a(iz, ix);
-            const bool ok = std::isfinite(v) && (lo_inclusive ? v >= lo : v > lo);
-            if (!ok)
+        for (int ix = 0; ix < g.nx; ++ix)
+            if (!ok(a(iz, ix)))
                 throw InvalidArgument(fmt::format("model {} at node (iz={}, ix={}) is {}; it must be finite and {} {}",
-                                                  name, iz, ix, v, lo_inclusive ? ">=" : ">", lo));
-        }
+                                                  name, iz, ix, a(iz, ix), lo_inclusive ? ">=" : ">", lo));
 }
 }  // namespace
 
@@ -99,13 +102,17 @@ void Model::validate() const {
 
 double Model::min_eps_mu() const {
     double v = INFINITY;
-    for (std::size_t i = 0; i < eps_r.size(); ++i) v = std::min(v, eps_r.data()[i] * mu_r.data()[i]);
+    const double *e = eps_r.data(), *m = mu_r.data();
+#pragma omp parallel for reduction(min : v) schedule(static)
+    for (std::size_t i = 0; i < eps_r.size(); ++i) v = std::min(v, e[i] * m[i]);
     return v;
 }
 
 double Model::max_eps_mu() const {
     double v = 0;
-    for (std::size_t i = 0; i < eps_r.size(); ++i) v = std::max(v, eps_r.data()[i] * mu_r.data()[i]);
+    const double *e = eps_r.data(), *m = mu_r.data();
+#pragma omp parallel for reduction(max : v) schedule(static)
+    for (std::size_t i = 0; i < eps_r.size(); ++i) v = std::max(v, e[i] * m[i]);
     return v;
 }
 

@@ -33,6 +33,7 @@ private:
 
 void add_timings(RunTimings& into, const RunTimings& t) {
     into.setup_s += t.setup_s;
+    into.build_s += t.build_s;
     into.forward_s += t.forward_s;
     into.adjoint_s += t.adjoint_s;
     into.other_s += t.other_s;

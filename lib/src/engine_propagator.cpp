@@ -124,6 +124,15 @@ public:
     }
     /// The call's batch.
     const PropagationSetup& batch() const { return n_ == 1 ? slots_[0]->setup : batch_; }
+    /// The last call's coefficients, for the next call to fill anew (the
+    /// setups let go of them, so that they are the caller's alone).
+    std::shared_ptr<MaterialCoefficients> take_coefficients() {
+        if (slots_.empty()) return nullptr;
+        auto c = std::const_pointer_cast<MaterialCoefficients>(batch().coefficients);
+        batch_.coefficients.reset();
+        for (auto& sl : slots_) sl->setup.coefficients.reset();
+        return c;
+    }
     /// The batch's shot groups (resolve_shot_groups).
     int groups() const { return groups_; }
     /// Its engines: the groups, or one.
@@ -202,7 +211,9 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
-    groups.bind(PropagationSetup::build(model, survey, options_), false);
+    PropagationSetup built = PropagationSetup::build(model, survey, options_, groups.take_coefficients());
+    timings_.build_s = seconds_since(t0);
+    groups.bind(std::move(built), false);
     const PropagationSetup& s = groups.batch();
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
@@ -223,7 +234,9 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
-    groups.bind(PropagationSetup::build(model, survey, options_), true);
+    PropagationSetup built = PropagationSetup::build(model, survey, options_, groups.take_coefficients());
+    timings_.build_s = seconds_since(t0);
+    groups.bind(std::move(built), true);
     const PropagationSetup& s = groups.batch();
     timings_.setup_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
@@ -255,23 +268,26 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
         for (std::size_t g = 1; g < a.size(); ++g) v += (a[g].*sum)[i];
         return v;
     };
-    // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded node
+    // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded
+    // node, folded onto the model node it extends (fold_to_model's order)
     const std::size_t nodes = a[0].g_prev.size();
-    std::vector<double> g_eps(nodes, 0.0), g_sig(nodes, 0.0);
+    out.grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
+    out.grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
 #pragma omp parallel for schedule(static)
-    for (int iz = 0; iz < s.grid.nz; ++iz)
-        for (int ix = 0; ix < s.grid.nx; ++ix) {
-            const int mz = s.model_row(iz), mx = s.model_col(ix);
-            const std::size_t i = s.grid.index(iz, ix);
-            const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
-            const double grad_ca = summed(&AdjointResult::g_prev, i);
-            const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
-            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
-            g_eps[i] = grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r;
-            g_sig[i] = grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma;
-        }
-    out.grad_eps_r = fold_to_model(s, g_eps);
-    out.grad_sigma = fold_to_model(s, g_sig);
+    for (int mz = 0; mz < model.grid.nz; ++mz) {
+        const auto [first, last] = s.padded_rows(mz);
+        for (int iz = first; iz <= last; ++iz)
+            for (int ix = 0; ix < s.grid.nx; ++ix) {
+                const int mx = s.model_col(ix);
+                const std::size_t i = s.grid.index(iz, ix);
+                const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
+                const double grad_ca = summed(&AdjointResult::g_prev, i);
+                const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
+                const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
+                out.grad_eps_r(mz, mx) += grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r;
+                out.grad_sigma(mz, mx) += grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma;
+            }
+    }
     if (!a[0].illumination.empty()) {
         if (a.size() == 1) {
             out.illumination = fold_to_model(s, a[0].illumination);

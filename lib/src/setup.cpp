@@ -21,19 +21,28 @@ int PropagationSetup::model_col(int ix) const {
     return std::clamp(ix - grid.pml.left, 0, grid.model.nx - 1);
 }
 
+std::pair<int, int> PropagationSetup::padded_rows(int mz) const {
+    return {mz == 0 ? 0 : mz + grid.pml.top, mz == grid.model.nz - 1 ? grid.nz - 1 : mz + grid.pml.top};
+}
+
 namespace {
 
 // ca, cb at every padded E node and cq at every padded H node. H nodes take
 // mu_r of the E node (iz, ix) that precedes them (Hx at (iz+1/2, ix), Hz at
 // (iz, ix+1/2)); the same rule holds in the CPML, where values are extended.
-std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationSetup& s, const Model& model) {
-    auto c = std::make_shared<MaterialCoefficients>();
+// Filled into `c` where it is the only holder of arrays of the grid's size
+// (an earlier call's, whose halos hold zeros already), else into new arrays.
+std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationSetup& s, const Model& model,
+                                                              std::shared_ptr<MaterialCoefficients> c) {
     const std::size_t n = s.grid.storage_size();
-    c->ca.assign(n, 0.0);
-    c->cb.assign(n, 0.0);
-    c->cq.assign(n, 0.0);
+    if (!c || c.use_count() != 1 || c->ca.size() != n) {
+        c = std::make_shared<MaterialCoefficients>();
+        for (auto* a : {&c->ca, &c->cb, &c->cq}) a->assign(n, 0.0);
+    }
     const double dt = s.time.dt_internal;
-#pragma omp parallel for schedule(static)
+    const double cq0 = magnetic_coefficient(model.mu_r(0, 0), dt);
+    bool uniform = true;
+#pragma omp parallel for schedule(static) reduction(&& : uniform)
     for (int iz = 0; iz < s.grid.nz; ++iz) {
         const int mz = s.model_row(iz);
         for (int ix = 0; ix < s.grid.nx; ++ix) {
@@ -43,8 +52,10 @@ std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationS
             c->ca[i] = lossy.ca;
             c->cb[i] = lossy.cb;
             c->cq[i] = magnetic_coefficient(model.mu_r(mz, mx), dt);
+            uniform = uniform && c->cq[i] == cq0;
         }
     }
+    c->cq_uniform = uniform ? cq0 : 0.0;
     return c;
 }
 
@@ -52,30 +63,33 @@ double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
     if (opt.alpha_max > 0) return opt.alpha_max;
     if (opt.frequency_hz > 0) return kPi * opt.frequency_hz;
     double f = 0;
-    for (const auto& shot : survey.shots) f = std::max(f, dominant_frequency(shot.wavelet, survey.dt));
+    for (std::size_t si = 0; si < survey.shots.size(); ++si)  // (shots that share a wavelet: its spectrum once)
+        if (si == 0 || survey.shots[si].wavelet != survey.shots[si - 1].wavelet)
+            f = std::max(f, dominant_frequency(survey.shots[si].wavelet, survey.dt));
     if (!(f > 0)) f = 0.25 / survey.dt;  // silent wavelets: a quarter of the sampling rate
     return kPi * f;
 }
 
 }  // namespace
 
-PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey,
-                                         const PropagatorOptions& options) {
+PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey, const PropagatorOptions& options,
+                                         std::shared_ptr<MaterialCoefficients> recycle) {
     options.validate();
     model.validate();
     survey.validate();
     PropagationSetup s;
     s.grid = PaddedGrid(model.grid, options.cpml.widths);
-    s.time = plan_time_stepping(model, survey, options.stencil_order, options.allow_substeps);
+    const double min_eps_mu = model.min_eps_mu();
+    s.time = plan_time_stepping(model.grid, min_eps_mu, survey.dt, survey.nt, options.stencil_order,
+                                options.allow_substeps);
     s.snapshot_interval = options.snapshots.interval > 0 ? options.snapshots.interval
                                                          : auto_snapshot_interval(survey, s.time.dt_internal);
     s.checkpoint_steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, s.time.nt_internal);
     s.binomial_slots = resolve_binomial_slots(options.snapshots.binomial_slots, s.time.nt_internal);
-    s.coefficients = fill_coefficients(s, model);
+    s.coefficients = fill_coefficients(s, model, std::move(recycle));
 
-    const double c_ref = options.cpml.reference_velocity > 0
-                             ? options.cpml.reference_velocity
-                             : speed_of_light() / std::sqrt(model.min_eps_mu());
+    const double c_ref = options.cpml.reference_velocity > 0 ? options.cpml.reference_velocity
+                                                             : speed_of_light() / std::sqrt(min_eps_mu);
     s.alpha_max = resolve_alpha_max(options.cpml, survey);
     const auto& w = options.cpml.widths;
     s.cpml_x = make_cpml_axis(s.grid.nx, model.grid.dx, w.left, w.right, options.cpml, c_ref,
@@ -154,8 +168,7 @@ Array2D fold_to_model(const PropagationSetup& s, std::span<const double> padded)
     // of a plain loop over the padded grid, whatever the threads
 #pragma omp parallel for schedule(static)
     for (int mz = 0; mz < model.nz; ++mz) {
-        const int first = mz == 0 ? 0 : mz + s.grid.pml.top;
-        const int last = mz == model.nz - 1 ? s.grid.nz - 1 : mz + s.grid.pml.top;
+        const auto [first, last] = s.padded_rows(mz);
         for (int iz = first; iz <= last; ++iz)
             for (int ix = 0; ix < s.grid.nx; ++ix) out(mz, s.model_col(ix)) += padded[s.grid.index(iz, ix)];
     }
