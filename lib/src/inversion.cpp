@@ -15,6 +15,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <numeric>
 #include <sstream>
 
@@ -90,6 +92,43 @@ std::vector<HistoryRow> parse_history(const std::string& csv) {
     return rows;
 }
 
+/// Rank 0's files written on a thread of their own, so that an iteration's
+/// model and checkpoint do not hold up the next evaluation: one job at a
+/// time, in order (post() waits for the one before). wait() returns when
+/// all are written and rethrows a job's failure; the campaign waits before
+/// it ends, stops or fails, so its last checkpoint stands as before.
+/// HDF5 is not thread-safe: while a stage runs, its files go through the
+/// writer alone, and whatever else writes or reads files does so between
+/// stages, after the wait.
+class BackgroundWriter {
+public:
+    BackgroundWriter() = default;
+    BackgroundWriter(const BackgroundWriter&) = delete;
+    BackgroundWriter& operator=(const BackgroundWriter&) = delete;
+    ~BackgroundWriter() {
+        try {
+            wait();
+        } catch (...) {  // (an error already on its way out: the first one is reported)
+        }
+    }
+    void post(std::function<void()> job) {
+        wait();
+        pending_ = std::async(std::launch::async, std::move(job));
+    }
+    void wait() {
+        if (pending_.valid()) pending_.get();
+    }
+
+private:
+    std::future<void> pending_;
+};
+
+/// Where a stage's wall time went.
+struct StageTimes {
+    double evaluations = 0;  // s in the objective
+    double writing = 0;      // s rank 0 spent handing files to the writer (or waiting for it)
+};
+
 /// What a checkpoint holds besides the model.
 struct CheckpointState {
     int stage = 0;              // index of the stage in progress (or done)
@@ -107,9 +146,9 @@ class StageRun {
 public:
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
-             const std::optional<Model>& truth, int stage_index)
+             const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
-          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()) {
+          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer) {
         if (stage.invert_eps_r) params_.push_back(0);
         if (stage.invert_sigma) params_.push_back(1);
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
@@ -190,8 +229,10 @@ private:
         }
         ge = Array2D(m.grid.nz, m.grid.nx);
         gs = Array2D(m.grid.nz, m.grid.nx);
+        const auto t0 = std::chrono::steady_clock::now();
         const double j = illumination ? objective_.evaluate_with_illumination(m, stage_, ge, gs, *illumination)
                                       : objective_.evaluate(m, stage_, ge, gs);
+        times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++evaluations_;
         cache_model_ = m;
         cache_ge_ = ge;
@@ -313,6 +354,7 @@ private:
     void model_from_x(const double* x, Model& m) const {
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const double* xp = x + k * n_;
+#pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i) {
                 if (masked_[i]) continue;
                 // clamped: a bound mapped to x and back may miss it by a rounding
@@ -360,13 +402,12 @@ private:
         model_from_x(x, m);
         Array2D ge, gs;
         const double j = physical(m, ge, gs);
-        std::fill(gx, gx + params_.size() * n_, 0.0);
         for (std::size_t k = 0; k < params_.size(); ++k)
-            for (std::size_t i = 0; i < n_; ++i) {
-                if (masked_[i]) continue;
-                gx[k * n_ + i] = weight_[i] * (params_[k] == 0 ? ge.data()[i] / j0_ * s_eps_
-                                                                : gs.data()[i] * m.sigma.data()[i] / j0_ * s_sig_);
-            }
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < n_; ++i)
+                gx[k * n_ + i] = masked_[i] ? 0.0
+                                            : weight_[i] * (params_[k] == 0 ? ge.data()[i] / j0_ * s_eps_
+                                                                             : gs.data()[i] * m.sigma.data()[i] / j0_ * s_sig_);
         return j / j0_ + regularization(m, gx);
     }
 
@@ -468,7 +509,10 @@ private:
         const std::vector<double> xa = gather(x);
         std::vector<double> ga(xa.size());
         *f = objective(xa.data(), ga.data());
-        if (!std::isfinite(*f) || !std::all_of(ga.begin(), ga.end(), [](double v) { return std::isfinite(v); }))
+        bool finite = std::isfinite(*f);
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+        for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(ga[i]);
+        if (!finite)
             throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
         PetscInt lo = 0, hi = 0;
         GPRFWI_PETSC(VecGetOwnershipRange(g, &lo, &hi));
@@ -519,25 +563,19 @@ private:
         }
     }
 
-    /// The per-iteration model and the checkpoint (rank 0, collectively agreed).
+    /// The per-iteration model and the checkpoint: rank 0 hands copies to
+    /// the background writer (collectively agreed, so that a failure of the
+    /// write before stops every rank).
     void write_iteration(int iteration, bool stage_done) {
+        const auto t0 = std::chrono::steady_clock::now();
         const double seconds = campaign_seconds();
         const double stage_seconds = stage_seconds_offset_ + elapsed();
         parallel::collectively([&] {
             if (!parallel::is_root()) return;
-            if (spec_.save_models && iteration > 0 && !stage_done) {
-                const auto dir = std::filesystem::path(out_) / "models";
-                std::filesystem::create_directories(dir);
-                write_model_h5((dir / fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration)).string(),
-                               model_, config_);
-            }
-            if (spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
-                cache_model_.eps_r.values() == model_.eps_r.values() && cache_model_.sigma.values() == model_.sigma.values()) {
-                const auto dir = std::filesystem::path(out_) / "gradients";
-                std::filesystem::create_directories(dir);
-                write_gradient_h5((dir / fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration)).string(),
-                                  model_.grid, cache_j_, cache_ge_, cache_gs_, config_);
-            }
+            writer_.wait();
+            const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
+                                       cache_model_.eps_r.values() == model_.eps_r.values() &&
+                                       cache_model_.sigma.values() == model_.sigma.values();
             std::string csv = history_header(truth_.has_value());
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
             H5Attributes a;
@@ -553,15 +591,49 @@ private:
                          {"sigma_ref", sigma_ref_},
                          {"eps_ref", eps_ref_}};
             a.texts = {{"history", csv}};
-            // the checkpoint first: it is the truth a resume starts from
-            write_model_h5((std::filesystem::path(out_) / "checkpoint.h5").string(), model_, config_, a);
-            write_text_atomically((std::filesystem::path(out_) / "history.csv").string(), csv);
+            const std::string model_file =
+                spec_.save_models && iteration > 0 && !stage_done
+                    ? (std::filesystem::path(out_) / "models" /
+                       fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
+                          .string()
+                    : std::string();
+            const std::string gradient_file =
+                with_gradient ? (std::filesystem::path(out_) / "gradients" /
+                                 fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
+                                    .string()
+                              : std::string();
+            std::optional<std::pair<Array2D, Array2D>> gradient;
+            if (with_gradient) gradient.emplace(cache_ge_, cache_gs_);
+            writer_.post([model = model_, gradient = std::move(gradient), model_file, gradient_file, a = std::move(a),
+                          csv = std::move(csv), out = out_, config = config_, j = cache_j_] {
+                if (!model_file.empty()) {
+                    std::filesystem::create_directories(std::filesystem::path(model_file).parent_path());
+                    write_model_h5(model_file, model, config);
+                }
+                if (gradient) {
+                    std::filesystem::create_directories(std::filesystem::path(gradient_file).parent_path());
+                    write_gradient_h5(gradient_file, model.grid, j, gradient->first, gradient->second, config);
+                }
+                // the checkpoint first: it is the truth a resume starts from
+                write_model_h5((std::filesystem::path(out) / "checkpoint.h5").string(), model, config, a);
+                write_text_atomically((std::filesystem::path(out) / "history.csv").string(), csv);
+            });
         });
+        times_.writing += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
 
     void finish(const std::string& why) {
         spdlog::info("stage {} done: {}", stage_.name, why);
         write_iteration(history_.empty() ? 0 : history_.back().iteration, true);
+        log_times();
+    }
+
+    void log_times() const {
+        const double wall = elapsed();
+        spdlog::info("stage {}: {:.2f} s, of which {:.2f} s ({:.0f}%) in {} evaluations of the objective and {:.2f} s "
+                     "handing files to the writer; {:.2f} s in the optimiser and the rest",
+                     stage_.name, wall, times_.evaluations, 100.0 * times_.evaluations / std::max(wall, 1e-9),
+                     evaluations_, times_.writing, wall - times_.evaluations - times_.writing);
     }
 
     static PetscErrorCode h0_mult(Mat h0, Vec in, Vec out) {
@@ -709,6 +781,8 @@ private:
     Model cache_model_;
     Array2D cache_ge_, cache_gs_;
     double cache_j_ = 0;
+    BackgroundWriter& writer_;
+    StageTimes times_;
 };
 
 }  // namespace
@@ -874,6 +948,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     }
     double seconds = state ? state->seconds : 0.0;
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
+    BackgroundWriter writer;  // rank 0's
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
         spdlog::info("stage {} ({} of {}): {}{}, up to {} iterations{}", stage.name, k + 1, spec.stages.size(),
@@ -881,10 +956,21 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
                      stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
                      stage.iterations, "");
         prepare_wavelet(spec, objective, result.model, out_dir, config_text, k, first, state.has_value());
-        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k);
+        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer);
         std::optional<CheckpointState> resume_state;
         if (state && state->stage == k && !state->stage_done) resume_state = state;
-        run.run(resume_state, seconds);
+        try {
+            run.run(resume_state, seconds);
+        } catch (...) {
+            if (parallel::is_root()) try {  // (the last accepted iteration's checkpoint on disk before the error leaves)
+                    writer.wait();
+                } catch (...) {
+                }
+            throw;
+        }
+        parallel::collectively([&] {
+            if (parallel::is_root()) writer.wait();
+        });
         seconds = run.campaign_seconds();
         if (run.stopped_by_signal())
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
