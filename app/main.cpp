@@ -4,6 +4,8 @@
 // Runs alone or as `mpirun -np N gprfwi ...`: every rank reads the run file,
 // shots are split over the ranks, rank 0 writes the outputs.
 
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -35,6 +37,12 @@ void report(const std::exception& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Blocks up to 32 MiB (a 2000 x 2000 model array) from the heap, and freed memory kept by the process:
+    // each propagator call and inversion evaluation then reuses the last one's memory instead of faulting
+    // in fresh pages, which cost a 1000 x 1000 inversion's evaluations about a tenth of their time
+    // (docs/performance.md, "Whole calls").
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     gprfwi::parallel::Session mpi(&argc, &argv);
     gprfwi::app::setup_logging("info");
     CLI::App app{"gprfwi: 2D TM full-waveform inversion of ground-penetrating-radar data"};

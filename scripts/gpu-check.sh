@@ -18,7 +18,7 @@ gprfwi=$(find_bin gprfwi)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 $(find_bin test_backends) 2>&1 | tee "$out/test_backends.log" | grep -E "parity|dot-product|FAILED|PASSED|SKIPPED" | head -40
 # whole calls from a warm process first (what users get), their time loops beside them
-bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | grep -E "^  (whole|in a call|time loops|kept)|^\{"; }
+bench() { echo "== gprfwi bench $*"; "$gprfwi" bench --backend cuda "$@" 2>&1 | grep -E "^  (whole|in a call|the first|time loops|kept)|^\{"; }
 cases=(
   "--mode forward --shots 8 --nt 2000 --repeats 5"
   "--mode forward --shots 8 --nt 4000 --repeats 3"

@@ -1,6 +1,6 @@
 // The inversion driver: PETSc TAO over scaled eps_r and sigma, one stage at a
 // time. The TAO vector is an MPI Vec spread over the ranks; each evaluation
-// gathers it on every rank, builds the model, calls the (collective)
+// gathers it on every rank (MPI_Allgatherv), builds the model, calls the (collective)
 // objective, and scatters the gradient back. Rank 0 writes every file.
 
 #include "gprfwi/inversion.hpp"
@@ -493,15 +493,31 @@ private:
         return 0;
     }
 
+    /// The whole vector on every rank: each rank's part, gathered with one
+    /// MPI_Allgatherv (with one rank, a copy).
     std::vector<double> gather(Vec x) {
-        GPRFWI_PETSC(VecScatterBegin(scatter_, x, x_all_, INSERT_VALUES, SCATTER_FORWARD));
-        GPRFWI_PETSC(VecScatterEnd(scatter_, x, x_all_, INSERT_VALUES, SCATTER_FORWARD));
+        PetscInt n = 0, lo = 0, hi = 0;
+        GPRFWI_PETSC(VecGetSize(x, &n));
+        GPRFWI_PETSC(VecGetOwnershipRange(x, &lo, &hi));
+        const PetscInt* ranges = nullptr;
+        GPRFWI_PETSC(VecGetOwnershipRanges(x, &ranges));
         const PetscScalar* a = nullptr;
-        PetscInt n = 0;
-        GPRFWI_PETSC(VecGetLocalSize(x_all_, &n));
-        GPRFWI_PETSC(VecGetArrayRead(x_all_, &a));
-        std::vector<double> out(a, a + n);
-        GPRFWI_PETSC(VecRestoreArrayRead(x_all_, &a));
+        GPRFWI_PETSC(VecGetArrayRead(x, &a));
+        std::vector<double> out(static_cast<std::size_t>(n));
+        const int ranks = parallel::place().size;
+        if (ranks == 1) {
+            std::copy(a, a + (hi - lo), out.begin());
+        } else {
+            std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
+            for (int r = 0; r < ranks; ++r) {
+                offsets[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r]);
+                counts[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r + 1] - ranges[r]);
+            }
+            const int rc = MPI_Allgatherv(a, static_cast<int>(hi - lo), MPI_DOUBLE, out.data(), counts.data(),
+                                          offsets.data(), MPI_DOUBLE, PETSC_COMM_WORLD);
+            if (rc != MPI_SUCCESS) throw Error("inversion: MPI_Allgatherv of the optimisation vector failed");
+        }
+        GPRFWI_PETSC(VecRestoreArrayRead(x, &a));
         return out;
     }
 
@@ -681,7 +697,6 @@ private:
         GPRFWI_PETSC(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, n_total, &x));
         GPRFWI_PETSC(VecDuplicate(x, &lo));
         GPRFWI_PETSC(VecDuplicate(x, &hi));
-        GPRFWI_PETSC(VecScatterCreateToAll(x, &scatter_, &x_all_));
         // the starting point and the bounds, in the scaled variables
         std::vector<double> x0(static_cast<std::size_t>(n_total)), l0(x0.size()), h0(x0.size());
         for (std::size_t k = 0; k < params_.size(); ++k)
@@ -739,8 +754,6 @@ private:
         TaoDestroy(&tao);
         if (smoothing_h0_) MatDestroy(&smoothing_h0_);
         smoothing_on_ = false;
-        VecScatterDestroy(&scatter_);
-        VecDestroy(&x_all_);
         VecDestroy(&lo);
         VecDestroy(&hi);
         VecDestroy(&x);
@@ -775,8 +788,6 @@ private:
     bool stopped_ = false;
     std::string user_reason_;
     std::exception_ptr failure_;
-    VecScatter scatter_ = nullptr;
-    Vec x_all_ = nullptr;
     bool cache_valid_ = false;
     Model cache_model_;
     Array2D cache_ge_, cache_gs_;
