@@ -41,7 +41,7 @@ cases=(
   # levels would not fit on the device)
   echo "== gprfwi bench --mode inversion"
   "$gprfwi" bench --backend cuda --mode inversion --nx 1000 --nz 1000 --shots 16 --nt 2000 --iterations 5 \
-    --compression bf16 2>&1 | grep -E "^gprfwi bench|^  |^\{"
+    --compression bf16 2>&1 | grep -E "^gprfwi bench|^  |^\{|stage bench: "
 } 2>&1 | tee "$out/bench.log"
 # the command line: `gprfwi gradient` on 1000 x 1000 nodes, 8 shots, 2000 samples (the example's run file, larger)
 cli=$(mktemp -d)

@@ -591,7 +591,7 @@ public:
         ring_.release();
         pinned_.release();
         for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
-        coefs_host_.release();
+        coefs_host_ = {};
         levels_ready_ = false;
         levels_kept_ = false;
     }
@@ -632,6 +632,7 @@ public:
         // the last step's receiver samples (each step takes the previous one's)
         if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_.view, fields(), traces_.get(), nt, nt - 1, stream_);
         hi_cur_ = nullptr;
+        traces_host_.resize(traces_.size());  // (page-locked while the last steps run, where it must grow)
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
@@ -790,6 +791,10 @@ public:
                 }
             }
         }
+        // what AdjointResult views, page-locked while the last steps run, where it must grow
+        g_prev_host_.resize(g_prev_.size());
+        g_next_host_.resize(g_next_.size());
+        illumination_host_.resize(illumination_.size());
         // (the downloads below copy on the legacy stream, which does not wait for stream_)
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
@@ -1198,7 +1203,6 @@ private:
         const int nt = s_.time.nt_internal;
         coefs_.resize(2 * cells, bytes_);  // ca and cb in one array, so that one L2 access-policy window holds both
         cq_.resize(cells, bytes_);
-        coefs_host_.resize(3 * cells);
         fields_[0].resize(n, bytes_);
         fields_[1].resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
         const auto [x, z] = strips();
@@ -1214,7 +1218,6 @@ private:
         std::size_t rows = 0;
         for (const auto& op : s_.shots) rows += op.receivers.size();
         traces_.resize(rows * static_cast<std::size_t>(nt), bytes_);
-        traces_host_.resize(traces_.size());
         if (2 * static_cast<std::size_t>(g_.n_shots) > flags_capacity_) {  // NaN/Inf flags: [slot][shot]
             if (flags_host_) cudaFreeHost(flags_host_);
             flags_host_ = nullptr;
@@ -1238,9 +1241,6 @@ private:
         g_prev_.resize(cells, bytes_);  // per node, summed over the shots
         g_next_.resize(cells, bytes_);
         illumination_.resize(opt_.illumination ? cells : 0, bytes_);
-        g_prev_host_.resize(cells);  // what AdjointResult views
-        g_next_host_.resize(cells);
-        illumination_host_.resize(illumination_.size());
         grad_wavelet_.resize(s_.shots.size() * static_cast<std::size_t>(nt), bytes_);
         n_levels_ = nt / s_.snapshot_interval;
         if constexpr (kScaledStorage<Stored>) {
@@ -1288,8 +1288,8 @@ private:
         levels_ready_ = true;
     }
 
-    /// Loads what the call's setup holds: the model's coefficients (through
-    /// page-locked memory), the CPML profiles, the point operators and
+    /// Loads what the call's setup holds: the model's coefficients, the CPML
+    /// profiles, the point operators and
     /// wavelets, and the receiver nodes of the adjoint's frame. With
     /// poison_device_memory(), everything is poisoned first (but the levels'
     /// halos, which must hold zeros).
@@ -1304,7 +1304,9 @@ private:
         const double* ca = s_.ca().data();
         const double* cb = s_.cb().data();
         const double* cq = s_.cq().data();
-        T* staged = coefs_host_.get();  // (its last copy up ended with the last call)
+        // (pageable: a copy from it is staged before it returns, and pinning costs more than it saves here)
+        coefs_host_.resize(3 * cells);
+        T* staged = coefs_host_.data();
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < cells; ++i) {
             staged[i] = static_cast<T>(ca[i]);
@@ -1319,8 +1321,6 @@ private:
         z_.upload(s_.cpml_z, bytes_, stream_);
         sparse_.upload(s_, bytes_, stream_);
         if (levels_ready_ && adjoint_scratch()) frame_first_node_.upload(frame_first_nodes(), bytes_, stream_);
-        // (the staged coefficients are read by the copies up: nothing writes them before the next call)
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
     /// Waits for (and forgets the errors of) any disk transfer still running.
@@ -1399,7 +1399,7 @@ private:
     cudaStream_t stream_ = nullptr;
     k::GridParams<T> g_{};
     DeviceArray<T> coefs_, cq_;  // coefs_: ca then cb
-    PinnedArray<T> coefs_host_;  // ca, cb, cq on their way up
+    std::vector<T> coefs_host_;  // ca, cb, cq on their way up
     std::optional<L2WindowShare> l2_window_;  // coefs_ kept in L2 (keep_coefficients_in_l2)
     const void* window_base_ = nullptr;       // ... over these bytes
     std::size_t window_bytes_ = 0;

@@ -91,12 +91,18 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "gradient");
             total.misfit += g.misfit;
-            for (std::size_t i = 0; i < total.grad_eps_r.size(); ++i) {
-                total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
-                total.grad_sigma.data()[i] += g.grad_sigma.data()[i];
+            if (first == 0) {  // (the first batch's arrays are the sums so far)
+                total.grad_eps_r = std::move(g.grad_eps_r);
+                total.grad_sigma = std::move(g.grad_sigma);
+                if (illumination) total.illumination = std::move(g.illumination);
+            } else {
+#pragma omp parallel for schedule(static)
+                for (std::size_t i = 0; i < total.grad_eps_r.size(); ++i) {
+                    total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
+                    total.grad_sigma.data()[i] += g.grad_sigma.data()[i];
+                    if (illumination) total.illumination.data()[i] += g.illumination.data()[i];
+                }
             }
-            if (illumination)
-                for (std::size_t i = 0; i < total.illumination.size(); ++i) total.illumination.data()[i] += g.illumination.data()[i];
             for (auto& s : g.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
         }
