@@ -12,5 +12,6 @@ void add_gradient_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_invert_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_tomography_command(CLI::App& app);
 
 }  // namespace gprfwi::app

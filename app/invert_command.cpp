@@ -70,6 +70,7 @@ void run_invert(const InvertArgs& a) {
                          "model: the number of sub-steps may change during the inversion; a smaller time.dt avoids it",
                          run.dt_s, fastest.ratio, spec.eps_r_min, now.ratio);
     }
+    for (const std::string& d : spec.defaults) spdlog::info("{}: inversion.{}", run.file, d);
     DistributedRunner runner(survey, opt, run.shots_per_batch);
     Traces observed;
     parallel::collectively([&] { observed = read_observed(run.observed, survey, runner.shots()); });

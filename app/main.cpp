@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     gprfwi::app::add_info_command(app);
     gprfwi::app::add_invert_command(app);
     gprfwi::app::add_convert_command(app);
+    gprfwi::app::add_tomography_command(app);
     try {
         app.parse(argc, argv);
         gprfwi::app::summarize_other_ranks_warnings();

@@ -302,6 +302,16 @@ TEST(RunFile, GeneratedSurveysAndWaveletFiles) {
     ASSERT_EQ(x.shots[0].receivers.size(), 8u);
     EXPECT_DOUBLE_EQ(x.shots[0].receivers[7].z, 0.75);
     EXPECT_EQ(x.shots[0].receivers[7].x, 0.9);
+    // both ways: the same shots, then as many from the receiver borehole into the source borehole
+    const RunConfig b = load_run_config(write_run_file("crosshole_both", replaced(kBase, shots,
+        "  crosshole: {source_x: 0.1, receiver_x: 0.9, sources: {from: 0.1, to: 0.7, count: 4}, receivers: {from: 0.05, to: 0.75, count: 8}, both_ways: true}\n")));
+    ASSERT_EQ(b.shots.size(), 8u);
+    EXPECT_EQ(b.shots[3].sources[0].x, 0.1);
+    EXPECT_EQ(b.shots[4].sources[0].x, 0.9);
+    EXPECT_DOUBLE_EQ(b.shots[7].sources[0].z, 0.7);
+    ASSERT_EQ(b.shots[7].receivers.size(), 8u);
+    EXPECT_EQ(b.shots[7].receivers[7].x, 0.1);
+    EXPECT_DOUBLE_EQ(b.shots[7].receivers[7].z, 0.75);
     const RunConfig s = load_run_config(write_run_file("surface", replaced(kBase, shots,
         shots + "  surface: {z: 0.02, sources: {from: 0.1, to: 0.6, count: 6}, receivers: {offsets: [0.1, 0.3]}}\n")));
     ASSERT_EQ(s.shots.size(), 7u);  // the listed shot first, then the line

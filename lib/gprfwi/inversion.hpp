@@ -66,6 +66,7 @@ struct InversionSpec {
     std::vector<Position> taper_points;
     bool save_models = true, save_gradients = false;
     std::string true_model;             // HDF5 model for synthetic studies: model errors in the history
+    std::vector<std::string> defaults;  // what the run file left to `auto` defaults, in words (logged)
     double wavelet_water_level = 0.01;  // of the wavelet estimate, relative to the strongest frequency
     /// > 0: illumination preconditioning. At each stage's start the forward
     /// field energy I (summed over shots and time) scales each node's update
@@ -79,6 +80,22 @@ struct InversionSpec {
     /// the updates it proposes are smooth. Needs TAO type blmvm or lmvm.
     double smoothing_m = 0;
 };
+
+/// Defaults of a campaign that does not set them (docs/inversion.md,
+/// "Defaults", for the benchmark figures behind them), in dominant
+/// wavelengths lambda = c0 / (f_d sqrt(eps_r mu_r)), f_d the wavelet's
+/// dominant frequency and eps_r mu_r the starting model's largest: the
+/// standard deviation of the updates' smoothing, and the radius of the taper
+/// around each antenna.
+inline constexpr double kAutoSmoothingWavelengths = 0.25;
+inline constexpr double kAutoTaperWavelengths = 0.25;
+
+/// The stages of a campaign that names none (`stages: auto`): eps_r and
+/// sigma together in every stage (eps_r alone explains the amplitudes of
+/// conductive zones by eps_r artefacts), first the data below the wavelet's
+/// dominant frequency `f_dominant_hz`, then the full band; each stage stops
+/// where its misfit falls by less than 1% over 3 iterations.
+std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d
 /// sigma per S/m) for a stage's data. Collective: every rank calls it with

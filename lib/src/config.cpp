@@ -302,20 +302,25 @@ void read_survey(const YAML::Node& root, const Reader& r, RunConfig& c) {
         }
     }
     if (const YAML::Node x = survey["crosshole"]) {
-        r.map(x, "survey.crosshole", {"source_x", "receiver_x", "sources", "receivers"});
+        r.map(x, "survey.crosshole", {"source_x", "receiver_x", "sources", "receivers", "both_ways"});
         const double sx = r.number(r.required(x, "survey.crosshole", "source_x"), "survey.crosshole.source_x", -1e30, 1e30);
         const double rx = r.number(r.required(x, "survey.crosshole", "receiver_x"), "survey.crosshole.receiver_x", -1e30, 1e30);
         const auto sz = read_range(r.required(x, "survey.crosshole", "sources"), r, "survey.crosshole.sources");
         const auto rz = read_range(r.required(x, "survey.crosshole", "receivers"), r, "survey.crosshole.receivers");
-        for (double z : sz) {
-            ShotSpec shot{{{sx, z}}, {}};
-            check_inside(r, x["sources"], "survey.crosshole.sources", c.grid, shot.sources[0]);
-            for (double z2 : rz) {
-                shot.receivers.push_back({rx, z2});
-                check_inside(r, x["receivers"], "survey.crosshole.receivers", c.grid, shot.receivers.back());
+        const bool both = x["both_ways"] && r.boolean(x["both_ways"], "survey.crosshole.both_ways");
+        // sources in the source borehole, and with both_ways the same depths in the receiver borehole
+        // recording at the receiver depths in the source borehole
+        for (const auto& [from, to] : both ? std::vector<std::pair<double, double>>{{sx, rx}, {rx, sx}}
+                                           : std::vector<std::pair<double, double>>{{sx, rx}})
+            for (double z : sz) {
+                ShotSpec shot{{{from, z}}, {}};
+                check_inside(r, x["sources"], "survey.crosshole.sources", c.grid, shot.sources[0]);
+                for (double z2 : rz) {
+                    shot.receivers.push_back({to, z2});
+                    check_inside(r, x["receivers"], "survey.crosshole.receivers", c.grid, shot.receivers.back());
+                }
+                c.shots.push_back(std::move(shot));
             }
-            c.shots.push_back(std::move(shot));
-        }
     }
     if (const YAML::Node s = survey["surface"]) {
         r.map(s, "survey.surface", {"z", "sources", "receivers"});
@@ -495,7 +500,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model"});
+                   "true_model", "estimate_wavelet"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -503,9 +508,22 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (b["sigma"]) std::tie(s.sigma_min, s.sigma_max) = read_bounds(b["sigma"], r, p + ".bounds.sigma", 0, 1e4, true);
     }
     if (inv["misfit"]) s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "envelope"}));
-    const YAML::Node stages = r.required(inv, p, "stages");
-    if (!stages.IsSequence() || stages.size() == 0) r.fail(stages, p + ".stages", "expected a non-empty list of stages");
-    for (std::size_t i = 0; i < stages.size(); ++i) {
+    // what `auto` follows: the wavelet's dominant frequency, and the shortest dominant wavelength of the
+    // starting model
+    const double f_dominant = dominant_frequency(c.wavelet, c.dt_s);
+    const double wavelength = speed_of_light() / (f_dominant * std::sqrt(c.model.max_eps_mu()));
+    auto is_auto = [](const YAML::Node& n) { return n.IsScalar() && n.Scalar() == "auto"; };
+    const YAML::Node stages = inv["stages"];
+    if (!stages || is_auto(stages)) {
+        s.stages = automatic_stages(f_dominant);
+        s.defaults.push_back(fmt::format("stages auto: {} iterations of eps_r and sigma on data below {:.4g} Hz (the "
+                                         "wavelet's dominant frequency), then {} on the full band, each until its "
+                                         "misfit falls by less than 1% over 3 iterations",
+                                         s.stages[0].iterations, f_dominant, s.stages[1].iterations));
+    } else if (!stages.IsSequence() || stages.size() == 0) {
+        r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
+    }
+    for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i) {
         const std::string sp = fmt::format("{}.stages[{}]", p, i);
         const YAML::Node n = stages[i];
         r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
@@ -560,20 +578,33 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
         for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));
     }
+    // every stage that does not say otherwise estimates the wavelet at its start
+    if (inv["estimate_wavelet"] && r.boolean(inv["estimate_wavelet"], p + ".estimate_wavelet"))
+        for (std::size_t i = 0; i < s.stages.size(); ++i)
+            if (!(stages && stages.IsSequence() && stages[i]["estimate_wavelet"])) s.stages[i].estimate_wavelet = true;
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
-    if (inv["smoothing"]) s.smoothing_m = r.number(inv["smoothing"], p + ".smoothing", 0, 1e6);
+    s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
+    if (inv["smoothing"] && !is_auto(inv["smoothing"])) s.smoothing_m = r.number(inv["smoothing"], p + ".smoothing", 0, 1e6);
+    else s.defaults.push_back(fmt::format("smoothing auto: {:.3g} m ({} of the dominant wavelength {:.3g} m)", s.smoothing_m,
+                                          kAutoSmoothingWavelengths, wavelength));
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
+    s.taper_radius_m = kAutoTaperWavelengths * wavelength;
     if (const YAML::Node taper = inv["taper"]) {
         r.map(taper, p + ".taper", {"radius"});
-        s.taper_radius_m = r.number(r.required(taper, p + ".taper", "radius"), p + ".taper.radius", 0, 1e30);
+        const YAML::Node radius = r.required(taper, p + ".taper", "radius");
+        if (!is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
+    }
+    if (!inv["taper"] || is_auto(inv["taper"]["radius"]))
+        s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength)",
+                                         s.taper_radius_m, kAutoTaperWavelengths));
+    if (s.taper_radius_m > 0)
         for (const ShotSpec& shot : c.shots) {
             s.taper_points.insert(s.taper_points.end(), shot.sources.begin(), shot.sources.end());
             s.taper_points.insert(s.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
         }
-    }
     if (const YAML::Node save = inv["save"]) {
         r.map(save, p + ".save", {"models", "gradients"});
         if (save["models"]) s.save_models = r.boolean(save["models"], p + ".save.models");

@@ -928,6 +928,20 @@ void prepare_wavelet(const InversionSpec& spec, InversionObjective& objective, c
 
 }  // namespace
 
+std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
+    StageSpec low;
+    low.name = "low";
+    low.max_frequency_hz = f_dominant_hz;
+    low.invert_eps_r = low.invert_sigma = true;
+    low.iterations = 15;
+    low.min_relative_decrease = 0.01;
+    StageSpec full = low;
+    full.name = "full";
+    full.max_frequency_hz = 0;
+    full.iterations = 40;
+    return {low, full};
+}
+
 InversionResult invert(const Model& start, const InversionSpec& spec, InversionObjective& objective,
                        const std::string& out_dir, const std::string& config_text, bool resume) {
     if (spec.stages.empty()) throw InvalidArgument("inversion: no stages");

@@ -1,0 +1,178 @@
+// `gprfwi tomography RUN.yaml`: a starting model from first-arrival
+// traveltimes (lib/gprfwi/tomography.hpp). The run file's `model` is the
+// traveltime inversion's starting model and `data.observed` the data, as for
+// `gradient`. Each rank picks the first breaks of its own shots (or reads
+// them from --picks), calibrates them with the same picker on traces it
+// models in the starting model, and the inversion driver (one stage over
+// eps_r, TAO's bounded L-BFGS, smooth updates) fits the eikonal traveltimes
+// to them. Writes OUTPUT/picks.csv (for editing and --picks), OUTPUT/
+// tomography.h5 (+ .xdmf) in the model.h5 layout, which `model.file` reads,
+// and the traveltime inversion's history in OUTPUT/tomography/.
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "gprfwi/config.hpp"
+#include "gprfwi/constants.hpp"
+#include "gprfwi/distributed.hpp"
+#include "gprfwi/files.hpp"
+#include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/parallel.hpp"
+#include "gprfwi/tomography.hpp"
+#include "gprfwi/wavelet.hpp"
+
+namespace gprfwi::app {
+
+namespace {
+
+struct TomographyArgs {
+    RunArgs run;
+    std::string picks;  // a picks file instead of automatic picks
+    int iterations = 30;
+    bool fit_time_zero = false;
+    double smoothing_m = -1;  // < 0: half the dominant wavelength in the starting model
+};
+
+/// The mean of f(a - b) over the traces where both are finite, on all ranks, and how many.
+template <typename F>
+std::pair<double, std::size_t> mean_over_traces(const Picks& a, const Picks& b, F&& f) {
+    double all[2] = {0, 0};
+    for (std::size_t s = 0; s < a.size(); ++s)
+        for (std::size_t r = 0; r < a[s].size(); ++r)
+            if (std::isfinite(a[s][r]) && std::isfinite(b[s][r])) {
+                all[0] += f(a[s][r] - b[s][r]);
+                all[1] += 1;
+            }
+    parallel::sum(all, 2);
+    return {all[1] > 0 ? all[0] / all[1] : 0.0, static_cast<std::size_t>(all[1])};
+}
+std::pair<double, std::size_t> rms_difference(const Picks& a, const Picks& b) {
+    const auto [mean_square, n] = mean_over_traces(a, b, [](double d) { return d * d; });
+    return {std::sqrt(mean_square), n};
+}
+std::pair<double, std::size_t> mean_difference(const Picks& a, const Picks& b) {
+    return mean_over_traces(a, b, [](double d) { return d; });
+}
+
+void run_tomography(const TomographyArgs& a) {
+    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    if (c.observed.file.empty())
+        throw ConfigError(fmt::format("{}: data.observed: the tomography command needs observed data (HDF5 or SEG-Y "
+                                      "traces)", c.file));
+    InversionSpec spec;  // the campaign's bounds where the run file has them
+    if (c.has_inversion) spec = load_campaign(a.run.run_file, a.run.overrides).inversion;
+    const Survey survey = c.survey();
+    const PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
+    DistributedRunner runner(survey, opt, c.shots_per_batch);
+    const std::vector<std::size_t>& shots = runner.shots();
+    const double f_dom = dominant_frequency(survey.shots.front().wavelet, survey.dt);
+    const std::string dir = output_dir(a.run, c);
+
+    // first breaks: observed (picked, or read), and the calibration's in the starting model
+    Picks observed_picks;
+    parallel::collectively([&] {
+        if (!a.picks.empty()) {
+            observed_picks = read_picks_csv(a.picks, survey, shots);
+        } else {
+            const Traces observed = read_observed(c.observed, survey, shots);
+            observed_picks = pick_first_breaks(observed, survey.dt, survey.dt, f_dom);
+        }
+    });
+    const Traces modelled = runner.forward(c.model);
+    const Picks modelled_picks = pick_first_breaks(modelled, survey.dt, survey.dt, f_dom);
+    Picks traveltimes = observed_picks;
+    TomographyObjective start_times(survey, shots, observed_picks);
+    const Picks eikonal = start_times.times(c.model);
+    for (std::size_t s = 0; s < traveltimes.size(); ++s)
+        for (std::size_t r = 0; r < traveltimes[s].size(); ++r)
+            traveltimes[s][r] = observed_picks[s][r] - (modelled_picks[s][r] - eikonal[s][r]);
+    const auto [before, picked] = rms_difference(traveltimes, eikonal);
+    const auto [offset, calibrated] = mean_difference(modelled_picks, eikonal);
+    spdlog::info("{}: {} first breaks {}; calibrated by the picker on traces modelled in the starting model (their "
+                 "picks {:.3g} ns after the eikonal times on average, {} traces); RMS traveltime residual in the "
+                 "starting model {:.3g} ns",
+                 c.file, picked, a.picks.empty() ? "picked (AIC)" : "read from " + a.picks, 1e9 * offset, calibrated,
+                 1e9 * before);
+
+    make_output_dir(dir);
+    // every rank's picks into one file on rank 0, in survey order (each rank's shots are a contiguous block)
+    const std::vector<std::string> rows = parallel::gather(picks_csv_rows(observed_picks, shots));
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        std::string text = picks_csv_header();
+        for (const std::string& part : rows) text += part;
+        write_text_atomically((std::filesystem::path(dir) / "picks.csv").string(), text);
+    });
+
+    TomographyObjective objective(survey, shots, traveltimes, a.fit_time_zero);
+    const double lambda = speed_of_light() / (f_dom * std::sqrt(c.model.max_eps_mu()));
+    StageSpec stage;
+    stage.name = "traveltime";
+    stage.invert_eps_r = true;
+    stage.invert_sigma = false;
+    stage.iterations = a.iterations;
+    stage.min_relative_decrease = 1e-3;
+    spec.stages = {stage};
+    spec.smoothing_m = a.smoothing_m >= 0 ? a.smoothing_m : 0.5 * lambda;
+    spec.taper_radius_m = 0;
+    spec.illumination_stabilization = 0;
+    spec.regularize_eps_r = {};
+    spec.regularize_sigma = {};
+    spec.save_models = false;
+    spec.save_gradients = false;
+    spec.true_model.clear();
+    spdlog::info("traveltime inversion: eps_r in [{}, {}], up to {} iterations, updates smoothed over {:.3g} m (half "
+                 "the dominant wavelength, {:.3g} m, in the starting model)",
+                 spec.eps_r_min, spec.eps_r_max, stage.iterations, spec.smoothing_m, lambda);
+    PetscSession petsc("");
+    const std::string config_text = c.record(a.run.overrides);
+    const std::string history_dir = (std::filesystem::path(dir) / "tomography").string();
+    make_output_dir(history_dir);
+    const InversionResult r = invert(c.model, spec, objective, history_dir, config_text, false);
+    Picks fitted = objective.times(r.model);
+    Array2D unused_eps, unused_sigma;
+    objective.evaluate(r.model, stage, unused_eps, unused_sigma);  // (the final model's time zero)
+    for (auto& shot : fitted)
+        for (double& v : shot) v += objective.time_zero();
+    const auto [after, used] = rms_difference(traveltimes, fitted);
+    if (a.fit_time_zero) spdlog::info("time zero: the picks are {:.3g} ns late", 1e9 * objective.time_zero());
+    const std::string out = (std::filesystem::path(dir) / "tomography.h5").string();
+    parallel::collectively([&] {
+        if (parallel::is_root()) write_model_h5(out, r.model, config_text);
+    });
+    spdlog::info("RMS traveltime residual {:.3g} ns -> {:.3g} ns over {} traces; eps_r {:.3g} to {:.3g}; wrote {} "
+                 "and {}/picks.csv",
+                 1e9 * before, 1e9 * after, used, *std::min_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()),
+                 *std::max_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()), out, dir);
+}
+
+}  // namespace
+
+void add_tomography_command(CLI::App& app) {
+    auto a = std::make_shared<TomographyArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "tomography", "Starting model from first-arrival traveltimes into OUTPUT/tomography.h5 (picks in OUTPUT/picks.csv)");
+    add_run_options(*cmd, a->run, true);
+    cmd->add_option("--picks", a->picks, "Read the first breaks from this CSV (as written in OUTPUT/picks.csv)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--iterations", a->iterations, "Iterations of the traveltime inversion")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("--estimate-time-zero", a->fit_time_zero,
+                  "Fit one unknown time shift of every pick with the model (a field survey's time zero)");
+    cmd->add_option("--smoothing", a->smoothing_m,
+                    "Standard deviation of the updates' smoothing, m (default: half the dominant wavelength)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->callback([a] { run_tomography(*a); });
+}
+
+}  // namespace gprfwi::app

@@ -1,0 +1,226 @@
+#include "gprfwi/tomography.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "gprfwi/constants.hpp"
+#include "gprfwi/eikonal.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/parallel.hpp"
+
+namespace gprfwi {
+
+namespace {
+
+constexpr double kNoPick = std::numeric_limits<double>::quiet_NaN();
+constexpr double kTrigger = 0.1;  // of the trace's peak: where the window around the onset is placed
+
+/// The AIC pick of one trace, in samples (fractional), or NaN.
+double aic_pick(const double* x, int nt, int period) {
+    double peak = 0;
+    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    if (!(peak > 0)) return kNoPick;
+    int trigger = 0;
+    while (trigger < nt && std::abs(x[trigger]) < kTrigger * peak) ++trigger;
+    const int w0 = std::max(0, trigger - period), w1 = std::min(nt, trigger + std::max(2, period / 4));
+    const int len = w1 - w0;
+    if (len < 4) return static_cast<double>(trigger);
+    // var of x[w0 .. w0+k] and x[w0+k+1 .. w1) from running sums; a floor keeps noise-free onsets finite
+    std::vector<double> s1(len + 1, 0.0), s2(len + 1, 0.0);
+    for (int k = 0; k < len; ++k) {
+        s1[k + 1] = s1[k] + x[w0 + k];
+        s2[k + 1] = s2[k] + x[w0 + k] * x[w0 + k];
+    }
+    const double floor = 1e-12 * peak * peak;
+    auto var = [&](int a, int b) {  // [a, b)
+        const double n = b - a, m = (s1[b] - s1[a]) / n;
+        return std::max((s2[b] - s2[a]) / n - m * m, 0.0) + floor;
+    };
+    double best = std::numeric_limits<double>::infinity();
+    int pick = trigger;
+    for (int k = 1; k < len - 1; ++k) {
+        const double aic = (k + 1) * std::log(var(0, k + 1)) + (len - k - 1) * std::log(var(k + 1, len));
+        if (aic < best) {
+            best = aic;
+            pick = w0 + k;
+        }
+    }
+    return static_cast<double>(pick);
+}
+
+}  // namespace
+
+Picks pick_first_breaks(const Traces& traces, double dt, double t0, double dominant_hz) {
+    const int period = std::max(2, static_cast<int>(std::lround(1.0 / (dominant_hz * dt))));
+    Picks picks(traces.size());
+    for (std::size_t s = 0; s < traces.size(); ++s) {
+        const ShotTraces& t = traces[s];
+        picks[s].resize(static_cast<std::size_t>(t.n_receivers()));
+#pragma omp parallel for schedule(dynamic)
+        for (int r = 0; r < t.n_receivers(); ++r) {
+            const double k = aic_pick(t.receiver(r), t.nt(), period);
+            picks[s][static_cast<std::size_t>(r)] = std::isnan(k) ? kNoPick : t0 + k * dt;
+        }
+    }
+    return picks;
+}
+
+std::string picks_csv_header() {
+    return "# first-break picks (gprfwi tomography): survey shot, receiver of the shot, time in s (sample n at "
+           "(n + 1) dt; nan: none). Edit, then pass with --picks.\nshot,receiver,time_s\n";
+}
+
+std::string picks_csv_rows(const Picks& picks, const std::vector<std::size_t>& shots) {
+    std::string text;
+    for (std::size_t s = 0; s < picks.size(); ++s)
+        for (std::size_t r = 0; r < picks[s].size(); ++r)
+            text += std::isnan(picks[s][r]) ? fmt::format("{},{},nan\n", shots[s], r)
+                                            : fmt::format("{},{},{:.9e}\n", shots[s], r, picks[s][r]);
+    return text;
+}
+
+Picks read_picks_csv(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots) {
+    std::ifstream in(path);
+    if (!in) throw InputFileError(fmt::format("{}: cannot open the picks file", path));
+    Picks picks(shots.size());
+    std::vector<long> index(survey.shots.size(), -1);
+    for (std::size_t s = 0; s < shots.size(); ++s) {
+        index[shots[s]] = static_cast<long>(s);
+        picks[s].assign(survey.shots[shots[s]].receivers.size(), kNoPick);
+    }
+    std::string line;
+    int number = 0;
+    bool header = false;
+    while (std::getline(in, line)) {
+        ++number;
+        if (line.empty() || line[0] == '#') continue;
+        if (!header) {  // the column names
+            header = true;
+            if (line.rfind("shot", 0) == 0) continue;
+        }
+        std::stringstream ss(line);
+        std::string a, b, c;
+        if (!std::getline(ss, a, ',') || !std::getline(ss, b, ',') || !std::getline(ss, c))
+            throw InputFileError(fmt::format("{}:{}: expected shot,receiver,time_s", path, number));
+        long shot = 0, receiver = 0;
+        double t = 0;
+        try {
+            std::size_t used = 0;
+            shot = std::stol(a, &used);
+            if (used != a.size()) throw std::invalid_argument(a);
+            receiver = std::stol(b, &used);
+            if (used != b.size()) throw std::invalid_argument(b);
+            t = c == "nan" ? kNoPick : std::stod(c, &used);
+            if (c != "nan" && (used != c.size() || !std::isfinite(t))) throw std::invalid_argument(c);
+        } catch (const std::exception&) {
+            throw InputFileError(fmt::format("{}:{}: expected shot,receiver,time_s (integers and a time in s, or nan), "
+                                          "got '{}'", path, number, line));
+        }
+        if (shot < 0 || static_cast<std::size_t>(shot) >= survey.shots.size())
+            throw InputFileError(fmt::format("{}:{}: shot {} is not in the survey ({} shots)", path, number, shot,
+                                          survey.shots.size()));
+        if (receiver < 0 || static_cast<std::size_t>(receiver) >= survey.shots[static_cast<std::size_t>(shot)].receivers.size())
+            throw InputFileError(fmt::format("{}:{}: shot {} has no receiver {} ({} receivers)", path, number, shot,
+                                          receiver, survey.shots[static_cast<std::size_t>(shot)].receivers.size()));
+        if (const long s = index[static_cast<std::size_t>(shot)]; s >= 0)
+            picks[static_cast<std::size_t>(s)][static_cast<std::size_t>(receiver)] = t;
+    }
+    return picks;
+}
+
+TomographyObjective::TomographyObjective(const Survey& survey, std::vector<std::size_t> shots, Picks traveltimes,
+                                         bool fit_time_zero)
+    : survey_(survey), shots_(std::move(shots)), traveltimes_(std::move(traveltimes)), fit_time_zero_(fit_time_zero) {
+    if (traveltimes_.size() != shots_.size())
+        throw SizeMismatch(fmt::format("tomography: {} shots of traveltimes for {} shots", traveltimes_.size(), shots_.size()));
+    for (std::size_t s = 0; s < shots_.size(); ++s) {
+        const Shot& shot = survey_.shots[shots_[s]];
+        if (shot.sources.size() != 1)
+            throw InvalidArgument(fmt::format("tomography: shot {} has {} sources; traveltimes need one a shot",
+                                              shots_[s], shot.sources.size()));
+        if (traveltimes_[s].size() != shot.receivers.size())
+            throw SizeMismatch(fmt::format("tomography: shot {} has {} receivers but {} traveltimes", shots_[s],
+                                           shot.receivers.size(), traveltimes_[s].size()));
+    }
+}
+
+namespace {
+std::vector<double> slowness_of(const Model& m) {
+    std::vector<double> s(m.eps_r.size());
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] = std::sqrt(m.eps_r.data()[i] * m.mu_r.data()[i]) / speed_of_light();
+    return s;
+}
+}  // namespace
+
+Picks TomographyObjective::times(const Model& model) const {
+    const std::vector<double> s = slowness_of(model);
+    Picks out(shots_.size());
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        const Shot& shot = survey_.shots[shots_[k]];
+        const EikonalField f(model.grid, s, shot.sources[0].position);
+        for (const Position& r : shot.receivers) out[k].push_back(f.time_at(r));
+    }
+    return out;
+}
+
+double TomographyObjective::evaluate(const Model& model, const StageSpec&, Array2D& grad_eps_r, Array2D& grad_sigma) {
+    const std::vector<double> s = slowness_of(model);
+    const std::size_t n = s.size();
+    // the shots' fields and times, one shot a thread
+    std::vector<std::optional<EikonalField>> fields(shots_.size());
+    Picks t(shots_.size());
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        const Shot& shot = survey_.shots[shots_[k]];
+        fields[k].emplace(model.grid, s, shot.sources[0].position);
+        for (const Position& r : shot.receivers) t[k].push_back(fields[k]->time_at(r));
+    }
+    tau_ = 0;
+    if (fit_time_zero_) {  // the mean of (picked - eikonal) over every rank's traces
+        double sum[2] = {0, 0};
+        for (std::size_t k = 0; k < shots_.size(); ++k)
+            for (std::size_t r = 0; r < t[k].size(); ++r)
+                if (!std::isnan(traveltimes_[k][r])) sum[0] += traveltimes_[k][r] - t[k][r], sum[1] += 1;
+        parallel::sum(sum, 2);
+        tau_ = sum[1] > 0 ? sum[0] / sum[1] : 0.0;
+    }
+    // residuals T + tau - t and the gradient of 1/2 their squares; the shots' gradients added in shot
+    // order (the same sums whatever the threads)
+    std::vector<std::vector<double>> per_shot(shots_.size());
+    std::vector<double> j_shot(shots_.size(), 0.0);
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        const Shot& shot = survey_.shots[shots_[k]];
+        std::vector<Position> points;
+        std::vector<double> residuals;
+        for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
+            if (std::isnan(traveltimes_[k][r])) continue;
+            const double res = t[k][r] + tau_ - traveltimes_[k][r];
+            j_shot[k] += 0.5 * res * res;
+            points.push_back(shot.receivers[r]);
+            residuals.push_back(res);
+        }
+        per_shot[k].assign(n, 0.0);
+        fields[k]->add_gradient(points, residuals, per_shot[k]);
+    }
+    std::vector<double> grad_s(n + 1, 0.0);  // and the misfit last: one reduction over the ranks
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        grad_s[n] += j_shot[k];
+        for (std::size_t i = 0; i < n; ++i) grad_s[i] += per_shot[k][i];
+    }
+    parallel::sum(grad_s.data(), grad_s.size());
+    grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
+    grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
+    for (std::size_t i = 0; i < n; ++i)  // ds/d eps_r = sqrt(mu_r) / (2 c0 sqrt(eps_r))
+        grad_eps_r.data()[i] = grad_s[i] * std::sqrt(model.mu_r.data()[i] / model.eps_r.data()[i]) / (2 * speed_of_light());
+    return grad_s[n];
+}
+
+}  // namespace gprfwi
