@@ -3,7 +3,7 @@
 # preconditioning, Gaussian smoothing, both) and prints the model errors each
 # reached: the figures in docs/inversion.md. Run from the repository root
 # after the campaign's true model has been modelled (for the crosshole
-# example: gprfwi forward configs/crosshole-true.yaml).
+# example: gprfwi forward configs/shallow-crosshole-true.yaml).
 #   scripts/compare-conditioning.sh GPRFWI CAMPAIGN.yaml OUT_DIR [MPI ranks]
 set -euo pipefail
 gprfwi=$1 campaign=$2 out=$3 ranks=${4:-2}

@@ -11,6 +11,6 @@ build=${1:-build}
 mpi=(mpirun -np 2 --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-"${mpi[@]}" "$build/app/gprfwi" forward configs/crosshole-true.yaml
+"${mpi[@]}" "$build/app/gprfwi" forward configs/shallow-crosshole-true.yaml
 scripts/make-field-data.sh "$build/app/gprfwi"
 "${mpi[@]}" "$build/app/gprfwi" invert configs/field-campaign.yaml

@@ -10,9 +10,22 @@ for truth in configs/*-true.yaml; do
   "$gprfwi" forward "$truth" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $truth failed"; exit 1; }
 done
 # the measured-data example reads its shots from the SEG-Y file it names
-"$scripts/make-field-data.sh" "$gprfwi" example-run/truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
+"$scripts/make-field-data.sh" "$gprfwi" example-run/shallow-truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
   || { echo "make-field-data.sh failed"; exit 1; }
-for f in configs/*.yaml; do
+# the benchmark cases' data (short runs, where each campaign expects them), the field-like one made field-like
+for case in configs/benchmarks/*/; do
+  "$gprfwi" forward "$case/truth.yaml" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $case failed"; exit 1; }
+  FIELD=""
+  . "$case/case.env"
+  if [ -n "$FIELD" ]; then
+    name=$(basename "$case")
+    mkdir -p "benchmark-run/$name/field"
+    # shellcheck disable=SC2086
+    "$gprfwi" convert "benchmark-run/$name/truth/synthetic.h5" "benchmark-run/$name/field/line.sgy" $FIELD \
+      > /dev/null 2>&1 || { echo "convert for $case failed"; exit 1; }
+  fi
+done
+for f in configs/*.yaml configs/benchmarks/*/*.yaml; do
   "$gprfwi" check "$f" > check.log 2>&1 || { cat check.log; echo "FAIL $f"; exit 1; }
   echo "valid: $f"
 done

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The inversion benchmark suite (configs/benchmarks/, docs/inversion.md,
+# "Benchmarks"). For each case: the true model's data (gprfwi forward; the
+# field-like case then made field-like with gprfwi convert), the starting
+# model (the campaign's own, or the traveltime tomography's where the case
+# says TOMOGRAPHY=1), the campaign with gprfwi's defaults, and the scores of
+# every iteration against the truth beside the resolution oracles
+# (scripts/plot/inversion-metrics.py). Writes OUT/benchmark.md (the table),
+# OUT/figures/ (truth, start, result and oracle; error against evaluations)
+# and OUT/CASE.json (every number).
+#   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda] [CASE ...]
+# BIN_DIR holds gprfwi (default build/app); OUT defaults to benchmark-run;
+# CASES_DIR to configs/benchmarks; without CASE, every folder of CASES_DIR
+# (each holds truth.yaml, campaign.yaml and case.env). Python: Debian's
+# python3 with numpy, h5py and matplotlib (scripts/install-deps.sh).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks
+python=${PYTHON:-/usr/bin/python3}
+while [ $# -gt 0 ]; do
+  case $1 in
+    -b) bin=$(cd "$2" && pwd); shift 2 ;;
+    -o) mkdir -p "$2"; out=$(cd "$2" && pwd); shift 2 ;;
+    -n) ranks=$2; shift 2 ;;
+    -c) suite=$(cd "$2" && pwd); shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    -*) echo "benchmark-inversion.sh: unknown option $1" >&2; exit 2 ;;
+    *) cases+=("$1"); shift ;;
+  esac
+done
+gprfwi=$bin/gprfwi
+[ -x "$gprfwi" ] || { echo "benchmark-inversion.sh: no gprfwi in $bin (build first, or -b BIN_DIR)" >&2; exit 2; }
+[ ${#cases[@]} -gt 0 ] || for d in "$suite"/*/; do cases+=("$(basename "$d")"); done
+mpi=(mpirun -np "$ranks" --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / ranks > 0 ? $(nproc) / ranks : 1 ))}
+mkdir -p "$out/figures"
+
+for case in "${cases[@]}"; do
+  dir=$suite/$case
+  [ -f "$dir/case.env" ] || { echo "benchmark-inversion.sh: $dir has no case.env" >&2; exit 2; }
+  FIELD="" TOMOGRAPHY=0 TOMOGRAPHY_OPTIONS=""
+  # shellcheck disable=SC1091
+  source "$dir/case.env"
+  work=$out/$case
+  rm -rf "$work" && mkdir -p "$work"
+  log=$work/log.txt
+  echo "== $case" | tee "$log"
+  start=$(date +%s.%N)
+  "${mpi[@]}" "$gprfwi" forward "$dir/truth.yaml" -o "$work/truth" --set propagator.backend="$backend" >> "$log" 2>&1
+  data=(--set data.observed="$work/truth/synthetic.h5")
+  if [ -n "$FIELD" ]; then
+    mkdir -p "$work/field"
+    # shellcheck disable=SC2086
+    "$gprfwi" convert "$work/truth/synthetic.h5" "$work/field/line.sgy" $FIELD >> "$log" 2>&1
+    data=(--set data.observed.file="$work/field/line.sgy")
+  fi
+  run=(--set propagator.backend="$backend" "${data[@]}")
+  # the campaign's own starting model, for the scores' "start"
+  "$gprfwi" forward "$dir/campaign.yaml" -o "$work/start" "${run[@]}" --set time.nt=1 >> "$log" 2>&1
+  begin=()
+  if [ "$TOMOGRAPHY" = 1 ]; then
+    # shellcheck disable=SC2086
+    "${mpi[@]}" "$gprfwi" tomography "$dir/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
+    grep -E "RMS traveltime residual .* ->|time zero" "$log" | sed 's/^.*\] //' || true
+    begin=(--set "model.eps_r={file: $work/tomography/tomography.h5}")
+  fi
+  "${mpi[@]}" "$gprfwi" invert "$dir/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
+    --set inversion.true_model="$work/truth/model.h5" >> "$log" 2>&1
+  seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
+  grep -E "inversion\.(stages|smoothing|taper) auto|done in" "$log" | sed 's/^.*\] //'
+  # shellcheck disable=SC2086
+  "$python" "$here/scripts/plot/inversion-metrics.py" "$work/truth/model.h5" "$work/start/model.h5" "$work/inversion" \
+    --frequency "$FREQUENCY" --eps-background "$EPS_BACKGROUND" --region $REGION --name "$case" \
+    -o "$out/figures" --json "$out/$case.json" | tee -a "$log" | grep -v "^wrote"
+  if [ "$TOMOGRAPHY" = 1 ]; then
+    # shellcheck disable=SC2086
+    "$python" "$here/scripts/plot/inversion-metrics.py" "$work/truth/model.h5" "$work/start/model.h5" \
+      "$work/tomography/tomography" --frequency "$FREQUENCY" --eps-background "$EPS_BACKGROUND" --region $REGION \
+      --name "${case}_tomography" -o "$out/figures" --json "$out/${case}_tomography.json" >> "$log" 2>&1
+  fi
+  echo "$seconds" > "$work/seconds"
+done
+
+"$python" - "$out" "${cases[@]}" <<'EOF'
+import json, os, sys
+out, cases = sys.argv[1], sys.argv[2:]
+rows = ["| case | parameter | start | tomography | result (closer than start) | Pearson | SSIM | oracle lambda/2 | oracle lambda/4 | evaluations | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
+for case in cases:
+    d = json.load(open(os.path.join(out, case + ".json")))
+    tomo = os.path.join(out, case + "_tomography.json")
+    t = json.load(open(tomo)) if os.path.exists(tomo) else None
+    seconds = float(open(os.path.join(out, case, "seconds")).read())
+    evaluations = d["iterations"][-1]["evaluations"] if d["iterations"] else ""
+    for q in ("eps_r", "sigma"):
+        f = d["final"][q]
+        tomo_cell = f"{t['final'][q]['error']:.4f}" if t and q == "eps_r" else "-"
+        rows.append(f"| {case} | {q} | {d['start'][q]['error']:.4f} | {tomo_cell} | {f['error']:.4f} ({f['closer_than_start']:+.0%}) "
+                    f"| {f['pearson']:.3f} | {f['ssim']:.3f} | {d['oracle_half'][q]['error']:.4f} ({d['oracle_half'][q]['closer_than_start']:+.0%}) "
+                    f"| {d['oracle_quarter'][q]['error']:.4f} ({d['oracle_quarter'][q]['closer_than_start']:+.0%}) | {evaluations} | {seconds:.0f} |")
+text = ("Relative L2 model errors over each case's region (between and around the antennas); in brackets how much "
+        "closer to the truth than the start.\n\n" + "\n".join(rows) + "\n")
+open(os.path.join(out, "benchmark.md"), "w").write(text)
+print(text)
+print(f"wrote {os.path.join(out, 'benchmark.md')} and {os.path.join(out, 'figures')}/")
+EOF

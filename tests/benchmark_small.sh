@@ -1,0 +1,35 @@
+#!/bin/sh
+# The inversion benchmark's regression case (tests/data/benchmark-small, a
+# coarse one-sided crosshole) on the CPU, through the suite's own script:
+# the true model's data, the traveltime tomography, the campaign with
+# gprfwi's defaults, the scores. The recovered model must stay about as close
+# to the truth as measured (docs/inversion.md, "Benchmarks"; thresholds a
+# little below), and more iterations must not have made it worse.
+# Usage: benchmark_small.sh REPO BIN_DIR PYTHON WORK_DIR
+set -eu
+repo=$1 bin=$2 python=$3 work=$4
+PYTHON=$python "$repo/scripts/benchmark-inversion.sh" -b "$bin" -c "$repo/tests/data/benchmark-small" -o "$work" \
+  --backend cpu crosshole
+"$python" - "$work/crosshole.json" <<'CHECK'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["final"]
+checks = [
+    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.50),
+    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.60),
+    ("eps_r SSIM", f["eps_r"]["ssim"], 0.65),
+    ("sigma SSIM", f["sigma"]["ssim"], 0.75),
+]
+failed = False
+for name, value, least in checks:
+    ok = value >= least
+    failed |= not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: {value:.3f} (at least {least})")
+for q in ("eps_r", "sigma"):  # the last iteration's error within 5% of the least any iteration had
+    errors = [it[q]["error"] for it in d["iterations"]]
+    ok = errors[-1] <= 1.05 * min(errors)
+    failed |= not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {q} error at the end {errors[-1]:.4f}, least on the way {min(errors):.4f}")
+sys.exit(1 if failed else 0)
+CHECK
+echo "benchmark_small: all checks passed"
