@@ -31,7 +31,7 @@ void add_info_command(CLI::App& app) {
         }
         const auto lines = parallel::gather(line);
         if (!parallel::is_root()) return;
-        fmt::print("gprfwi {} (git {})\n", GPRFWI_VERSION, GPRFWI_GIT_REVISION);
+        fmt::print("gprfwi {} ({})\n", GPRFWI_VERSION, GPRFWI_REVISION);
         for (const auto& [name, version] : library_versions()) fmt::print("  {:<8} {}\n", name, version);
         fmt::print("backends: cpu (OpenMP){}\n", cuda_backend_compiled() ? ", cuda" : " (CUDA not compiled)");
         fmt::print("ranks: {}; each binds GPU local_rank % GPUs on its node (propagator.device overrides)\n", p.size);

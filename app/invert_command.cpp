@@ -46,7 +46,7 @@ std::string run_record(const Campaign& c, const std::string& petsc_options, cons
         device = fmt::format("cuda GPU {} ({})", d, d < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(d)] : "?");
     }
     const auto devices = parallel::gather(fmt::format("rank {} on {}: {}", p.rank, p.host, device));
-    std::string s = fmt::format("gprfwi {} (git {})\n", GPRFWI_VERSION, GPRFWI_GIT_REVISION);
+    std::string s = fmt::format("gprfwi {} ({})\n", GPRFWI_VERSION, GPRFWI_REVISION);
     for (const auto& [name, version] : library_versions()) s += fmt::format("{}: {}\n", name, version);
     s += fmt::format("PETSc options: {}\nranks: {}\n", petsc_options.empty() ? "(none)" : petsc_options, p.size);
     for (const auto& d : devices) s += d + "\n";

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     gprfwi::parallel::Session mpi(&argc, &argv);
     gprfwi::app::setup_logging("info");
     CLI::App app{"gprfwi: 2D TM full-waveform inversion of ground-penetrating-radar data"};
-    app.set_version_flag("--version", std::string("gprfwi ") + GPRFWI_VERSION + " (" + GPRFWI_GIT_REVISION + ")");
+    app.set_version_flag("--version", std::string("gprfwi ") + GPRFWI_VERSION + " (" + GPRFWI_REVISION + ")");
     app.require_subcommand(1);
     app.add_option_function<std::string>(
            "--log-level",

@@ -5,8 +5,10 @@
 // (inversion.hpp) as a stage over eps_r alone.
 //
 // Picks (Maeda 1985): on each trace, a window of a dominant period before
-// the first sample whose amplitude reaches a fraction of the trace's peak and
-// a quarter period after it; in the window the Akaike information criterion
+// the first sample whose amplitude reaches a tenth of the trace's peak (or
+// five times the noise's standard deviation, from the median absolute value,
+// where that is higher) and a quarter period after it; in the window the
+// Akaike information criterion
 //   AIC(k) = k log var(x[0..k]) + (N - k - 1) log var(x[k+1..N))
 // is least at the onset. Calibration: the same picker on traces modelled in
 // the starting model gives each trace's offset between its pick and the

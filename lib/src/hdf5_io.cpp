@@ -70,7 +70,7 @@ void write_attribute(hid_t object, const char* name, const std::string& value, c
 
 /// What every file of gprfwi records: the version (with git revision) and the run file.
 void write_provenance(hid_t file, const std::string& config, const std::string& path) {
-    write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_GIT_REVISION + ")", path);
+    write_attribute(file, "gprfwi_version", std::string(GPRFWI_VERSION) + " (" + GPRFWI_REVISION + ")", path);
     write_attribute(file, "config", config, path);
 }
 

@@ -102,7 +102,7 @@ bool supported_format(int f) { return f == 1 || f == 2 || f == 3 || f == 5 || f 
 
 std::string textual_header(const Survey& survey, const std::string& description) {
     std::vector<std::string> lines{
-        "gprfwi " GPRFWI_VERSION " (" GPRFWI_GIT_REVISION "): 2D TM Ey traces, V/m, IEEE float",
+        "gprfwi " GPRFWI_VERSION " (" GPRFWI_REVISION "): 2D TM Ey traces, V/m, IEEE float",
         fmt::format("sample interval {:.6g} s, exactly: rev 2 extended interval (us)", survey.dt),
         "16-bit sample interval fields hold picoseconds (GPR convention)",
         "sample k is Ey at t = k dt; sample 0 (t = 0) is zero; no delay",

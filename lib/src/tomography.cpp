@@ -19,15 +19,23 @@ namespace gprfwi {
 namespace {
 
 constexpr double kNoPick = std::numeric_limits<double>::quiet_NaN();
-constexpr double kTrigger = 0.1;  // of the trace's peak: where the window around the onset is placed
+constexpr double kTrigger = 0.1;       // of the trace's peak: where the window around the onset is placed ...
+constexpr double kNoiseTrigger = 5.0;  // ... or this many noise standard deviations, whichever is higher
 
 /// The AIC pick of one trace, in samples (fractional), or NaN.
 double aic_pick(const double* x, int nt, int period) {
     double peak = 0;
     for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
     if (!(peak > 0)) return kNoPick;
+    // the noise's standard deviation from the median absolute value (arrivals fill less than half a trace)
+    std::vector<double> magnitude(x, x + nt);
+    for (double& v : magnitude) v = std::abs(v);
+    std::nth_element(magnitude.begin(), magnitude.begin() + nt / 2, magnitude.end());
+    const double noise = magnitude[static_cast<std::size_t>(nt / 2)] / 0.6745;
+    const double threshold = std::max(kTrigger * peak, kNoiseTrigger * noise);
     int trigger = 0;
-    while (trigger < nt && std::abs(x[trigger]) < kTrigger * peak) ++trigger;
+    while (trigger < nt && std::abs(x[trigger]) < threshold) ++trigger;
+    if (trigger == nt) return kNoPick;
     const int w0 = std::max(0, trigger - period), w1 = std::min(nt, trigger + std::max(2, period / 4));
     const int len = w1 - w0;
     if (len < 4) return static_cast<double>(trigger);
