@@ -125,5 +125,31 @@ TEST(Hdf5Gradient, WritesTheArraysTheMisfitAndAnXdmfSidecar) {
     EXPECT_THROW(write_gradient_h5(scratch("bad.h5").string(), Grid{8, 5, 0.1, 0.2}, 0, ge, gs, ""), SizeMismatch);
 }
 
+// Every file records the run file as an attribute; a run file listing every
+// receiver (8 shots x 512 receivers, 135 KB) exceeds the 64 KiB an HDF5
+// object header holds, which failed the write at the end of the computation.
+// Files use dense attribute storage: any size is written and read back.
+TEST(Hdf5Model, RecordsRunFilesOfAnySize) {
+    std::string config = "survey:\n  shots:\n";
+    for (int s = 0; s < 8; ++s) {
+        config += "    - sources: [[0.5, 0.5]]\n      receivers: [";
+        for (int r = 0; r < 512; ++r) config += (r ? ", " : "") + std::string("[3.1234567, ") + std::to_string(0.01 * r) + "]";
+        config += "]\n";
+    }
+    ASSERT_GT(config.size(), 90u * 1024);  // (well over the 64 KiB limit)
+    const Model m = Model::uniform(Grid{12, 9, 0.1, 0.1}, 5.0, 0.002);
+    const auto path = scratch("large-config.h5").string();
+    H5Attributes extra;
+    extra.texts["history"] = config;  // (a checkpoint's history grows the same way)
+    write_model_h5(path, m, config, extra);
+    H5Attributes back;
+    back.texts["history"] = "";
+    const Model r = read_model_h5(path, m.grid, &back);
+    EXPECT_EQ(r.eps_r.values(), m.eps_r.values());
+    EXPECT_EQ(back.texts["history"], config);
+    std::filesystem::remove(path);
+    std::filesystem::remove(std::filesystem::path(path).replace_extension(".xdmf"));
+}
+
 }  // namespace
 }  // namespace gprfwi

@@ -85,7 +85,13 @@ template <typename Fill>
 void write_atomically(const std::string& path, Fill&& fill) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with context, not stderr dumps
     replace_file_atomically(path, [&](const std::string& tmp) {
-        H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+        // attributes of any size (a run file listing every receiver can exceed the 64 KiB of an object
+        // header): dense attribute storage from the first one, which needs the HDF5 1.8 file format
+        H5 create(H5Pcreate(H5P_FILE_CREATE), H5Pclose, path + ": file creation properties");
+        check(H5Pset_attr_phase_change(create, 0, 0), path + ": dense attribute storage");
+        H5 access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": file access properties");
+        check(H5Pset_libver_bounds(access, H5F_LIBVER_V18, H5F_LIBVER_LATEST), path + ": file format 1.8");
+        H5 file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, create, access), H5Fclose,
                 fmt::format("{}: cannot create the file", tmp));
         fill(static_cast<hid_t>(file));
         check(H5Fflush(file, H5F_SCOPE_GLOBAL), path + ": cannot flush");
