@@ -113,8 +113,8 @@ std::vector<Malformed> malformed_cases() {
         {"grid_too_many_nodes", edit("nx: 50, nz: 40", "nx: 100000, nz: 100000"), {}, "more than 2e9", ":1:7"},
         {"dx_zero", edit("dx: 0.02", "dx: 0"), {}, "grid.dx: expected a number in (0, 1000000], got 0", ""},
         {"dx_negative", edit("dx: 0.02", "dx: -0.02"), {}, "grid.dx: expected a number in (0", ""},
-        {"dx_nan", edit("dx: 0.02", "dx: .nan"), {}, "grid.dx: expected a number in (0", ""},
-        {"dx_infinite", edit("dx: 0.02", "dx: .inf"), {}, "grid.dx: expected a number in (0", ""},
+        {"dx_nan", edit("dx: 0.02", "dx: .nan"), {}, "grid.dx: expected a finite number, got '.nan'", ""},
+        {"dx_infinite", edit("dx: 0.02", "dx: .inf"), {}, "grid.dx: expected a finite number, got '.inf'", ""},
         {"dx_word", edit("dx: 0.02", "dx: small"), {}, "grid.dx: expected a number, got 'small'", ""},
         {"missing_dz", edit(", dz: 0.02", ""), {}, "grid: missing key 'dz'", ":1:7"},
         {"grid_is_a_list", edit("grid: {nx: 50, nz: 40, dx: 0.02, dz: 0.02}", "grid: [50, 40]"), {}, "grid: expected a mapping", ""},
@@ -141,7 +141,9 @@ std::vector<Malformed> malformed_cases() {
         {"mu_zero", edit("sigma: 0.002", "sigma: 0.002\n  mu_r: 0"), {}, "model.mu_r: expected a number in (0", ""},
         {"wavelet_type", edit("type: ricker", "type: gauss"), {}, "wavelet.type: expected one of ricker, file, got 'gauss'", ":5:17"},
         {"wavelet_file_missing", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: absent.txt}"), {}, "wavelet.file: ", ":5:29"},
-        {"wavelet_file_not_numbers", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_bad.txt}"), {}, "wavelet_bad.txt:3: expected one number per line, got '0.5 0.7'", ""},
+        {"wavelet_file_nan", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_nan.txt}"), {}, "wavelet_nan.txt:3: expected one number per line (finite), got 'nan'", ""},
+        {"amplitude_infinite", edit("frequency: 2.0e8}", "frequency: 2.0e8, amplitude: -.Inf}"), {}, "wavelet.amplitude: expected a finite number, got '-.Inf'", ""},
+        {"wavelet_file_not_numbers", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_bad.txt}"), {}, "wavelet_bad.txt:3: expected one number per line (finite), got '0.5 0.7'", ""},
         {"wavelet_file_too_long", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_long.txt}"), {}, "the wavelet has 150 samples, more than time.nt = 100", ""},
         {"wavelet_file_with_frequency", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet.txt, frequency: 1}"), {}, "wavelet.frequency: unknown key", ""},
         {"wavelet_type_typo", edit("type: ricker", "type: rickr"), {}, "(did you mean 'ricker'?)", ""},
@@ -229,6 +231,7 @@ void write_side_files() {
     write_vector_h5((dir / "other.h5").string(), "other", std::vector<double>(4, 1.0), 1.0, "", "");
     std::ofstream(dir / "wavelet.txt") << "# a wavelet\n0\n1\n0.5\n";
     std::ofstream(dir / "wavelet_bad.txt") << "0\n1\n0.5 0.7\n";
+    std::ofstream(dir / "wavelet_nan.txt") << "0\n1\nnan\n";
     std::ofstream long_file(dir / "wavelet_long.txt");
     for (int i = 0; i < 150; ++i) long_file << i << "\n";
 }
@@ -290,6 +293,28 @@ TEST(RunFile, ModelsFromLayersShapesAndFiles) {
     EXPECT_NEAR(sm.model.eps_r(5, 45), 6.0, 1e-12);
     EXPECT_GT(sm.model.eps_r(24, 45), 6.0);
     EXPECT_LT(sm.model.eps_r(25, 45), 9.0);
+}
+
+// Numbers as other programs write them: numpy's np.savetxt of a long Ricker
+// ends in subnormal samples (-2.181391268132436256e-308), and people write
+// 1E-5, +3 and .5; every finite double is read, in wavelet files and in run
+// files alike (NaN and infinities are refused: MalformedRunFile).
+TEST(RunFile, ReadsEveryFiniteNumberForm) {
+    const auto dir = std::filesystem::path(write_run_file("numbers_dummy", "")).parent_path();
+    std::ofstream(dir / "wavelet_numpy.txt") << "# np.savetxt\n0.000000000000000000e+00\n1.000000000000000000e+00\n"
+                                                "+3\n.5\n1E-5\n-2.181391268132436256e-308\n4.940656458412465442e-324\n";
+    const RunConfig w = load_run_config(write_run_file("wavelet_numpy", replaced(kBase, "{type: ricker, frequency: 2.0e8}",
+                                                                                     "{type: file, file: wavelet_numpy.txt}")));
+    ASSERT_GE(w.wavelet.size(), 7u);
+    EXPECT_EQ(w.wavelet[2], 3.0);
+    EXPECT_EQ(w.wavelet[3], 0.5);
+    EXPECT_EQ(w.wavelet[4], 1e-5);
+    EXPECT_EQ(w.wavelet[5], -2.181391268132436256e-308);
+    EXPECT_EQ(w.wavelet[6], 4.940656458412465442e-324);  // the least positive double
+    const RunConfig y = load_run_config(write_run_file("yaml_numbers", replaced(replaced(kBase, "sigma: 0.002", "sigma: 2.2e-310"),
+                                                                                "eps_r: 6.0", "eps_r: +6")));
+    EXPECT_EQ(y.model.sigma(0, 0), 2.2e-310);
+    EXPECT_EQ(y.model.eps_r(0, 0), 6.0);
 }
 
 TEST(RunFile, GeneratedSurveysAndWaveletFiles) {

@@ -18,6 +18,7 @@
 #include "config_reader.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/numbers.hpp"
 #include "gprfwi/wavelet.hpp"
 
 namespace gprfwi {
@@ -674,17 +675,11 @@ std::vector<double> read_wavelet_file(const std::string& path, const std::string
             std::istringstream fields(line);
             std::string word;
             if (!(fields >> word)) continue;
-            std::size_t used = 0;
-            double v = 0;
-            try {
-                v = std::stod(word, &used);
-            } catch (const std::exception&) {
-                used = 0;
-            }
+            const std::optional<double> v = parse_finite_double(word);
             std::string more;
-            if (used != word.size() || (fields >> more) || !std::isfinite(v))
-                throw Error(fmt::format("{}:{}: expected one number per line, got '{}'", path, line_no, line));
-            w.push_back(v);
+            if (!v || (fields >> more))
+                throw InputFileError(fmt::format("{}:{}: expected one number per line (finite), got '{}'", path, line_no, line));
+            w.push_back(*v);
         }
     }
     if (w.empty()) throw Error(fmt::format("{}: the wavelet has no samples", path));

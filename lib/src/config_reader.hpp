@@ -5,16 +5,20 @@
 // expected, or the --set that gave the value.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+
+#include "gprfwi/numbers.hpp"
 
 #include "gprfwi/config.hpp"
 
@@ -69,13 +73,15 @@ public:
 
     double number(const YAML::Node& n, const std::string& path, double lo, double hi, bool lo_open = false) const {
         if (!n.IsScalar()) fail(n, path, fmt::format("expected a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi));
-        double v;
-        try {
-            v = n.as<double>();
-        } catch (const YAML::Exception&) {
-            fail(n, path, fmt::format("expected a number, got '{}'", n.Scalar()));
+        const std::optional<double> parsed = parse_finite_double(n.Scalar());
+        if (!parsed) {  // a word, or NaN or an infinity (in YAML's spelling or strtod's)
+            std::string lower = n.Scalar();
+            for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            const bool non_finite = lower.find("nan") != std::string::npos || lower.find("inf") != std::string::npos;
+            fail(n, path, fmt::format("expected a {}number, got '{}'", non_finite ? "finite " : "", n.Scalar()));
         }
-        if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+        const double v = *parsed;
+        if (v < lo || v > hi || (lo_open && v == lo))
             fail(n, path, fmt::format("expected a number in {}{}, {}], got {}", lo_open ? "(" : "[", lo, hi, n.Scalar()));
         return v;
     }

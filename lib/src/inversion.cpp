@@ -25,6 +25,7 @@
 
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/hdf5_io.hpp"
+#include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet_estimation.hpp"
@@ -74,18 +75,23 @@ std::vector<HistoryRow> parse_history(const std::string& csv) {
         std::stringstream ls(line);
         for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
         if (f.size() < 8) throw Error("checkpoint: malformed history line: " + line);
+        auto number = [&](std::size_t k) {  // (a number of the history is finite, subnormals included)
+            const std::optional<double> v = parse_finite_double(f[k]);
+            if (!v) throw InputFileError("checkpoint: malformed history line (column " + std::to_string(k + 1) + "): " + line);
+            return *v;
+        };
         HistoryRow r;
         r.stage = f[0];
-        r.iteration = std::stoi(f[1]);
-        r.misfit = std::stod(f[2]);
-        r.misfit_relative = std::stod(f[3]);
-        r.gradient_norm = std::stod(f[4]);
-        r.step = std::stod(f[5]);
-        r.evaluations = std::stoi(f[6]);
-        r.seconds = std::stod(f[7]);
+        r.iteration = static_cast<int>(number(1));
+        r.misfit = number(2);
+        r.misfit_relative = number(3);
+        r.gradient_norm = number(4);
+        r.step = number(5);
+        r.evaluations = static_cast<int>(number(6));
+        r.seconds = number(7);
         if (f.size() >= 10) {
-            r.error_eps_r = std::stod(f[8]);
-            r.error_sigma = std::stod(f[9]);
+            r.error_eps_r = number(8);
+            r.error_sigma = number(9);
         }
         rows.push_back(r);
     }

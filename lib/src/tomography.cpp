@@ -12,6 +12,7 @@
 #include "gprfwi/constants.hpp"
 #include "gprfwi/eikonal.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
 
 namespace gprfwi {
@@ -117,19 +118,20 @@ Picks read_picks_csv(const std::string& path, const Survey& survey, const std::v
         if (!std::getline(ss, a, ',') || !std::getline(ss, b, ',') || !std::getline(ss, c))
             throw InputFileError(fmt::format("{}:{}: expected shot,receiver,time_s", path, number));
         long shot = 0, receiver = 0;
-        double t = 0;
+        const std::optional<double> time = c == "nan" ? std::optional<double>(kNoPick) : parse_finite_double(c);
         try {
             std::size_t used = 0;
             shot = std::stol(a, &used);
             if (used != a.size()) throw std::invalid_argument(a);
             receiver = std::stol(b, &used);
             if (used != b.size()) throw std::invalid_argument(b);
-            t = c == "nan" ? kNoPick : std::stod(c, &used);
-            if (c != "nan" && (used != c.size() || !std::isfinite(t))) throw std::invalid_argument(c);
         } catch (const std::exception&) {
-            throw InputFileError(fmt::format("{}:{}: expected shot,receiver,time_s (integers and a time in s, or nan), "
-                                          "got '{}'", path, number, line));
+            shot = -1;
         }
+        if (shot < 0 || !time)
+            throw InputFileError(fmt::format("{}:{}: expected shot,receiver,time_s (integers, and a finite time in s or "
+                                             "nan), got '{}'", path, number, line));
+        const double t = *time;
         if (shot < 0 || static_cast<std::size_t>(shot) >= survey.shots.size())
             throw InputFileError(fmt::format("{}:{}: shot {} is not in the survey ({} shots)", path, number, shot,
                                           survey.shots.size()));
