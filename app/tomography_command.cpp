@@ -3,7 +3,7 @@
 // traveltime inversion's starting model and `data.observed` the data, as for
 // `gradient`. Each rank picks the first breaks of its own shots (or reads
 // them from --picks), calibrates them with the same picker on traces it
-// models in the starting model, and the inversion driver (one stage over
+// models in the starting model, picked at the observed traces' noise, and the inversion driver (one stage over
 // eps_r, TAO's bounded L-BFGS, smooth updates) fits the eikonal traveltimes
 // to them. Writes OUTPUT/picks.csv (for editing and --picks), OUTPUT/
 // tomography.h5 (+ .xdmf) in the model.h5 layout, which `model.file` reads,
@@ -78,17 +78,15 @@ void run_tomography(const TomographyArgs& a) {
     const std::string dir = output_dir(a.run, c);
 
     // first breaks: observed (picked, or read), and the calibration's in the starting model
-    Picks observed_picks;
+    Picks observed_picks, observed_noise;
     parallel::collectively([&] {
-        if (!a.picks.empty()) {
-            observed_picks = read_picks_csv(a.picks, survey, shots);
-        } else {
-            const Traces observed = read_observed(c.observed, survey, shots);
-            observed_picks = pick_first_breaks(observed, survey.dt, survey.dt, f_dom);
-        }
+        const Traces observed = read_observed(c.observed, survey, shots);
+        observed_noise = trace_noise(observed, survey.dt, f_dom);
+        observed_picks = a.picks.empty() ? pick_first_breaks(observed, survey.dt, survey.dt, f_dom, observed_noise)
+                                         : read_picks_csv(a.picks, survey, shots);
     });
     const Traces modelled = runner.forward(c.model);
-    const Picks modelled_picks = pick_first_breaks(modelled, survey.dt, survey.dt, f_dom);
+    const Picks modelled_picks = pick_first_breaks(modelled, survey.dt, survey.dt, f_dom, observed_noise);
     Picks traveltimes = observed_picks;
     TomographyObjective start_times(survey, shots, observed_picks);
     const Picks eikonal = start_times.times(c.model);
@@ -97,11 +95,15 @@ void run_tomography(const TomographyArgs& a) {
             traveltimes[s][r] = observed_picks[s][r] - (modelled_picks[s][r] - eikonal[s][r]);
     const auto [before, picked] = rms_difference(traveltimes, eikonal);
     const auto [offset, calibrated] = mean_difference(modelled_picks, eikonal);
-    spdlog::info("{}: {} first breaks {}; calibrated by the picker on traces modelled in the starting model (their "
-                 "picks {:.3g} ns after the eikonal times on average, {} traces); RMS traveltime residual in the "
-                 "starting model {:.3g} ns",
-                 c.file, picked, a.picks.empty() ? "picked (AIC)" : "read from " + a.picks, 1e9 * offset, calibrated,
-                 1e9 * before);
+    std::size_t n_traces = 0;
+    for (const Shot& shot : survey.shots) n_traces += shot.receivers.size();
+    spdlog::info("{}: {} first breaks of {} traces {}; calibrated by the picker on traces modelled in the starting "
+                 "model, at the observed traces' noise (their picks {:.3g} ns after the eikonal times on average, {} "
+                 "traces); RMS traveltime residual in the starting model {:.3g} ns",
+                 c.file, picked, n_traces,
+                 a.picks.empty() ? "picked (AIC; none where the arrival is under 20 noise deviations)"
+                                 : "read from " + a.picks,
+                 1e9 * offset, calibrated, 1e9 * before);
 
     make_output_dir(dir);
     // every rank's picks into one file on rank 0, in survey order (each rank's shots are a contiguous block)

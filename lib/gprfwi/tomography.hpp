@@ -32,8 +32,19 @@ namespace gprfwi {
 /// silent trace); [shot][receiver].
 using Picks = std::vector<std::vector<double>>;
 
-/// First breaks of every trace: sample n is at t0 + n dt; `dominant_hz` sets the window.
-Picks pick_first_breaks(const Traces& traces, double dt, double t0, double dominant_hz);
+/// Each trace's noise: its standard deviation before the first arrival over
+/// the trace's peak; [shot][receiver], like Picks. dt and `dominant_hz` as
+/// for pick_first_breaks.
+Picks trace_noise(const Traces& traces, double dt, double dominant_hz);
+
+/// First breaks of every trace by the AIC picker: sample n is at t0 + n dt;
+/// `dominant_hz` sets the window. `noise` (trace_noise's layout) is the
+/// relative noise each trace is picked at; empty: each trace's own. A picker
+/// picks later in noise, the more the weaker the arrival, so noise-free
+/// modelled traces that calibrate the picks of observed ones are picked at
+/// the observed ones' noise. A trace whose peak is under 20 noise standard
+/// deviations has no pick (NaN), for its pick would not be reliable.
+Picks pick_first_breaks(const Traces& traces, double dt, double t0, double dominant_hz, const Picks& noise = {});
 
 /// Picks as CSV: a comment, the header `shot,receiver,time_s`, then a line
 /// per trace (time `nan` for none); `shots` are the survey indices of the

@@ -22,31 +22,56 @@ namespace {
 constexpr double kNoPick = std::numeric_limits<double>::quiet_NaN();
 constexpr double kTrigger = 0.1;       // of the trace's peak: where the window around the onset is placed ...
 constexpr double kNoiseTrigger = 5.0;  // ... or this many noise standard deviations, whichever is higher
+// No pick where the peak is under this many noise standard deviations: the trigger would then reach the
+// level of a wavelet's side lobes (a Ricker's are 45% of its peak) and jump a lobe with the noise.
+constexpr double kMinimumSnr = 20.0;
+constexpr int kQuietSamples = 16;      // the fewest samples before an arrival that measure the noise
 
-/// The AIC pick of one trace, in samples (fractional), or NaN.
-double aic_pick(const double* x, int nt, int period) {
+/// The standard deviation of a trace's noise over its peak; 0 for a silent trace. From the samples before
+/// the first arrival (a period before the trace first reaches kTrigger of its peak), or where the arrival
+/// comes too soon for that, from the median absolute value of the whole trace.
+double relative_noise(const double* x, int nt, int period) {
     double peak = 0;
     for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
-    if (!(peak > 0)) return kNoPick;
-    // the noise's standard deviation from the median absolute value (arrivals fill less than half a trace)
+    if (!(peak > 0)) return 0;
+    int quiet = 0;
+    while (quiet < nt && std::abs(x[quiet]) < kTrigger * peak) ++quiet;
+    quiet -= period;
+    if (quiet >= kQuietSamples) {
+        double mean = 0, square = 0;
+        for (int n = 0; n < quiet; ++n) mean += x[n];
+        mean /= quiet;
+        for (int n = 0; n < quiet; ++n) square += (x[n] - mean) * (x[n] - mean);
+        return std::sqrt(square / quiet) / peak;
+    }
     std::vector<double> magnitude(x, x + nt);
     for (double& v : magnitude) v = std::abs(v);
     std::nth_element(magnitude.begin(), magnitude.begin() + nt / 2, magnitude.end());
-    const double noise = magnitude[static_cast<std::size_t>(nt / 2)] / 0.6745;
-    const double threshold = std::max(kTrigger * peak, kNoiseTrigger * noise);
+    return magnitude[static_cast<std::size_t>(nt / 2)] / 0.6745 / peak;
+}
+
+/// The AIC pick of one trace, in samples (fractional), or NaN, as if the trace carried noise of
+/// `noise` times its peak: the trigger and the variances' floor come from it, so that a noise-free trace
+/// picked at the noise of an observed one has the observed one's bias.
+double aic_pick(const double* x, int nt, int period, double noise) {
+    double peak = 0;
+    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    if (!(peak > 0) || noise * kMinimumSnr > 1) return kNoPick;
+    const double threshold = std::max(kTrigger, kNoiseTrigger * noise) * peak;
     int trigger = 0;
     while (trigger < nt && std::abs(x[trigger]) < threshold) ++trigger;
     if (trigger == nt) return kNoPick;
     const int w0 = std::max(0, trigger - period), w1 = std::min(nt, trigger + std::max(2, period / 4));
     const int len = w1 - w0;
     if (len < 4) return static_cast<double>(trigger);
-    // var of x[w0 .. w0+k] and x[w0+k+1 .. w1) from running sums; a floor keeps noise-free onsets finite
+    // var of x[w0 .. w0+k] and x[w0+k+1 .. w1) from running sums, plus the noise's (a floor, too, that keeps
+    // noise-free onsets finite)
     std::vector<double> s1(len + 1, 0.0), s2(len + 1, 0.0);
     for (int k = 0; k < len; ++k) {
         s1[k + 1] = s1[k] + x[w0 + k];
         s2[k + 1] = s2[k] + x[w0 + k] * x[w0 + k];
     }
-    const double floor = 1e-12 * peak * peak;
+    const double floor = std::max(noise * noise, 1e-12) * peak * peak;
     auto var = [&](int a, int b) {  // [a, b)
         const double n = b - a, m = (s1[b] - s1[a]) / n;
         return std::max((s2[b] - s2[a]) / n - m * m, 0.0) + floor;
@@ -63,17 +88,42 @@ double aic_pick(const double* x, int nt, int period) {
     return static_cast<double>(pick);
 }
 
+int pick_period(double dt, double dominant_hz) {
+    return std::max(2, static_cast<int>(std::lround(1.0 / (dominant_hz * dt))));
+}
+
 }  // namespace
 
-Picks pick_first_breaks(const Traces& traces, double dt, double t0, double dominant_hz) {
-    const int period = std::max(2, static_cast<int>(std::lround(1.0 / (dominant_hz * dt))));
+Picks trace_noise(const Traces& traces, double dt, double dominant_hz) {
+    const int period = pick_period(dt, dominant_hz);
+    Picks noise(traces.size());
+    for (std::size_t s = 0; s < traces.size(); ++s) {
+        const ShotTraces& t = traces[s];
+        noise[s].resize(static_cast<std::size_t>(t.n_receivers()));
+#pragma omp parallel for schedule(dynamic)
+        for (int r = 0; r < t.n_receivers(); ++r)
+            noise[s][static_cast<std::size_t>(r)] = relative_noise(t.receiver(r), t.nt(), period);
+    }
+    return noise;
+}
+
+Picks pick_first_breaks(const Traces& traces, double dt, double t0, double dominant_hz, const Picks& noise) {
+    const int period = pick_period(dt, dominant_hz);
+    const Picks own = noise.empty() ? trace_noise(traces, dt, dominant_hz) : Picks{};
+    const Picks& level = noise.empty() ? own : noise;
+    if (level.size() != traces.size())
+        throw SizeMismatch(fmt::format("pick_first_breaks: {} shots of traces and {} of noise levels", traces.size(),
+                                       level.size()));
     Picks picks(traces.size());
     for (std::size_t s = 0; s < traces.size(); ++s) {
         const ShotTraces& t = traces[s];
         picks[s].resize(static_cast<std::size_t>(t.n_receivers()));
+        if (level[s].size() != picks[s].size())
+            throw SizeMismatch(fmt::format("pick_first_breaks: shot {} has {} traces and {} noise levels", s,
+                                                    picks[s].size(), level[s].size()));
 #pragma omp parallel for schedule(dynamic)
         for (int r = 0; r < t.n_receivers(); ++r) {
-            const double k = aic_pick(t.receiver(r), t.nt(), period);
+            const double k = aic_pick(t.receiver(r), t.nt(), period, level[s][static_cast<std::size_t>(r)]);
             picks[s][static_cast<std::size_t>(r)] = std::isnan(k) ? kNoPick : t0 + k * dt;
         }
     }
