@@ -591,7 +591,8 @@ public:
         ring_.release();
         pinned_.release();
         for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
-        coefs_host_ = {};
+        coefs_pageable_ = {};
+        coefs_pinned_.release();
         levels_ready_ = false;
         levels_kept_ = false;
     }
@@ -633,6 +634,10 @@ public:
         if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_.view, fields(), traces_.get(), nt, nt - 1, stream_);
         hi_cur_ = nullptr;
         traces_host_.resize(traces_.size());  // (page-locked while the last steps run, where it must grow)
+        if (coefs_pinned_.size() < 3 * g_.shot_stride) {  // the next calls' coefficients go up from here (load())
+            coefs_pinned_.resize(3 * g_.shot_stride);
+            coefs_pageable_ = {};
+        }
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
         if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
@@ -1304,9 +1309,17 @@ private:
         const double* ca = s_.ca().data();
         const double* cb = s_.cb().data();
         const double* cq = s_.cq().data();
-        // (pageable: a copy from it is staged before it returns, and pinning costs more than it saves here)
-        coefs_host_.resize(3 * cells);
-        T* staged = coefs_host_.data();
+        // A call stages them in page-locked memory that an earlier call's time loop pinned (its copies up are DMA
+        // and queued); the first call in pageable memory (a copy from it is staged before it returns), since
+        // pinning before its time loop would cost more than the copy.
+        T* staged = nullptr;
+        if (coefs_pinned_.size() >= 3 * cells) {
+            GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));  // (no copy up of a call that threw still reads it)
+            staged = coefs_pinned_.get();
+        } else {
+            coefs_pageable_.resize(3 * cells);
+            staged = coefs_pageable_.data();
+        }
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < cells; ++i) {
             staged[i] = static_cast<T>(ca[i]);
@@ -1399,7 +1412,8 @@ private:
     cudaStream_t stream_ = nullptr;
     k::GridParams<T> g_{};
     DeviceArray<T> coefs_, cq_;  // coefs_: ca then cb
-    std::vector<T> coefs_host_;  // ca, cb, cq on their way up
+    std::vector<T> coefs_pageable_;  // ca, cb, cq on their way up: a first call's staging,
+    PinnedArray<T> coefs_pinned_;    // and the later calls' (pinned during the first call's time loop)
     std::optional<L2WindowShare> l2_window_;  // coefs_ kept in L2 (keep_coefficients_in_l2)
     const void* window_base_ = nullptr;       // ... over these bytes
     std::size_t window_bytes_ = 0;
