@@ -8,14 +8,17 @@
 # (scripts/plot/inversion-metrics.py). Writes OUT/benchmark.md (the table),
 # OUT/figures/ (truth, start, result and oracle; error against evaluations)
 # and OUT/CASE.json (every number).
-#   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda] [CASE ...]
+#   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda]
+#                                  [-s KEY=VALUE ...] [CASE ...]
 # BIN_DIR holds gprfwi (default build/app); OUT defaults to benchmark-run;
-# CASES_DIR to configs/benchmarks; without CASE, every folder of CASES_DIR
+# CASES_DIR to configs/benchmarks; -s sets a campaign key of every case's
+# inversion (as gprfwi's --set; repeatable), to try a setting on the whole
+# suite; without CASE, every folder of CASES_DIR
 # (each holds truth.yaml, campaign.yaml and case.env). Python: Debian's
 # python3 with numpy, h5py and matplotlib (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks
+bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks settings=()
 python=${PYTHON:-/usr/bin/python3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,7 +27,8 @@ while [ $# -gt 0 ]; do
     -n) ranks=$2; shift 2 ;;
     -c) suite=$(cd "$2" && pwd); shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    -s|--set) settings+=(--set "$2"); shift 2 ;;
+    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     -*) echo "benchmark-inversion.sh: unknown option $1" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
   esac
@@ -67,7 +71,7 @@ for case in "${cases[@]}"; do
     begin=(--set "model.eps_r={file: $work/tomography/tomography.h5}")
   fi
   "${mpi[@]}" "$gprfwi" invert "$dir/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
-    --set inversion.true_model="$work/truth/model.h5" >> "$log" 2>&1
+    --set inversion.true_model="$work/truth/model.h5" ${settings[@]+"${settings[@]}"} >> "$log" 2>&1
   seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
   grep -E "inversion\.(stages|smoothing|taper) auto|done in" "$log" | sed 's/^.*\] //'
   # shellcheck disable=SC2086

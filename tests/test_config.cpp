@@ -461,8 +461,11 @@ inversion:
     EXPECT_EQ(s.wavelet_water_level, 0.05);
     EXPECT_EQ(s.illumination_stabilization, 0.05);
     EXPECT_EQ(s.smoothing_m, 0.1);
+    EXPECT_EQ(s.smoothing_sigma_m, 0.1) << "one length smooths both";
     EXPECT_LT(s.stages[0].smoothing_m, 0.0) << "the campaign's smoothing";
+    EXPECT_LT(s.stages[0].smoothing_sigma_m, 0.0) << "the campaign's smoothing";
     EXPECT_EQ(s.stages[1].smoothing_m, 0.0) << "off in this stage";
+    EXPECT_EQ(s.stages[1].smoothing_sigma_m, 0.0) << "off in this stage";
     EXPECT_TRUE(s.stages[1].invert_sigma);
     EXPECT_EQ(s.stages[1].iterations, 7);
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
@@ -476,7 +479,7 @@ inversion:
     const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
         {{"inversion.bounds.eps_r=[5, 2]"}, "inversion.bounds.eps_r: expected lower < upper, got [5, 2]"},
         {{"inversion.bounds.sigma=[0, 0.1]"}, "inversion.bounds.sigma[0]: expected a number in (0, 10000], got 0"},
-        {{"inversion.misfit=l1"}, "inversion.misfit: expected one of l2, normalized, envelope, got 'l1' (did you mean 'l2'?)"},
+        {{"inversion.misfit=l1"}, "inversion.misfit: expected one of l2, normalized, relative, envelope, got 'l1' (did you mean 'l2'?)"},
         {{"inversion.stages=[{name: a, parameters: [eps], iterations: 3}]"}, "inversion.stages[0].parameters[0]: expected one of eps_r, sigma, got 'eps'"},
         {{"inversion.stages=[{name: a, parameters: [eps_r, eps_r], iterations: 3}]"}, "'eps_r' is listed twice"},
         {{"inversion.stages=[{name: a, parameters: [eps_r]}]"}, "inversion.stages[0]: missing key 'iterations'"},

@@ -82,7 +82,7 @@ TEST(Misfits, TraceMisfitsPassTaylorTests) {
         s[i] = 0.7 * std::exp(-std::pow((t - 131) / 17, 2)) * std::cos(0.3 * (t - 9)) + 0.01 * std::sin(0.05 * t);
     }
     const auto d = random_vector(n, 5);
-    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::envelope}) {
+    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::relative, MisfitKind::envelope}) {
         expect_taylor_second_order(
             [&](const std::vector<double>& x, double* g) { return trace_misfit(kind, x.data(), o.data(), n, g); }, s,
             [&] {
@@ -97,6 +97,14 @@ TEST(Misfits, TraceMisfitsPassTaylorTests) {
     for (double& v : scaled) v *= 3.7;
     EXPECT_NEAR(trace_misfit(MisfitKind::normalized, scaled.data(), o.data(), n, g.data()), 0.0, 1e-14);
     EXPECT_NEAR(trace_misfit(MisfitKind::envelope, o.data(), o.data(), n, g.data()), 0.0, 1e-20);
+    // the relative misfit sees amplitude (twice the observed trace: 1/2) but
+    // not the trace's scale: a trace and its data scaled alike misfit alike
+    std::vector<double> twice = o, s_scaled = s;
+    for (double& v : twice) v *= 2;
+    for (double& v : s_scaled) v *= 3.7;
+    EXPECT_NEAR(trace_misfit(MisfitKind::relative, twice.data(), o.data(), n, g.data()), 0.5, 1e-14);
+    EXPECT_NEAR(trace_misfit(MisfitKind::relative, s_scaled.data(), scaled.data(), n, g.data()),
+                trace_misfit(MisfitKind::relative, s.data(), o.data(), n, g.data()), 1e-14);
 }
 
 TEST(Misfits, FilterAndHilbertTransposesAreExact) {
@@ -179,7 +187,7 @@ TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
         for (std::size_t i = 0; i < dm.size() / 2; ++i) dm[i] = 0.5 * u(gen);
         for (std::size_t i = dm.size() / 2; i < dm.size(); ++i) dm[i] = 0.002 * u(gen);
     }
-    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::envelope}) {
+    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::relative, MisfitKind::envelope}) {
         DistributedRunner runner(survey, opt, 1);  // one shot per batch
         FwiObjective objective(runner, observed, kind);
         StageSpec stage;

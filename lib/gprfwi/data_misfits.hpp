@@ -20,11 +20,17 @@ namespace gprfwi {
 ///                cross-correlation; blind to each trace's amplitude (source
 ///                coupling, antenna gain); dimensionless. Traces whose
 ///                observed energy is zero are left out.
+/// - relative:    1/2 |s - o|^2 / |o|^2: L2 with each trace weighted by its
+///                observed energy, so every trace counts alike (the near
+///                traces do not drown the far ones) while the amplitudes
+///                between traces, which carry the attenuation, still count;
+///                dimensionless. Traces whose observed energy is zero are
+///                left out.
 /// - envelope:    1/2 |env(s) - env(o)|^2, env(x) = sqrt(x^2 + (H x)^2 + e^2)
 ///                with H a 129-tap Hamming-windowed FIR Hilbert transformer
 ///                and e = 1e-6 of the observed peak (keeps the gradient finite);
 ///                blind to the phase of the data, robust to cycle skipping.
-enum class MisfitKind { l2, normalized, envelope };
+enum class MisfitKind { l2, normalized, relative, envelope };
 MisfitKind parse_misfit_kind(const std::string& name);
 const char* to_string(MisfitKind k);
 

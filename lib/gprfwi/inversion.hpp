@@ -32,7 +32,8 @@ struct StageSpec {
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
     int max_evaluations = 0;            // 0: 4 x iterations + 10
     bool estimate_wavelet = false;      // least-squares wavelet at the stage's start (kept by later stages)
-    double smoothing_m = -1;            // gradient smoothing of this stage, m; < 0: InversionSpec::smoothing_m
+    double smoothing_m = -1;            // gradient smoothing of this stage's eps_r, m; < 0: InversionSpec::smoothing_m
+    double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
 };
 
 struct RegularizationSpec {
@@ -45,7 +46,12 @@ struct InversionSpec {
     double eps_r_min = 1, eps_r_max = 100;      // bounds, physical units
     double sigma_min = 1e-6, sigma_max = 1.0;   // S/m; > 0 (sigma is optimised as log)
     std::vector<StageSpec> stages;
-    MisfitKind misfit = MisfitKind::l2;
+    /// Each trace's L2 relative to its observed energy by default: every
+    /// trace counts alike whatever its amplitude (the near traces do not
+    /// drown the far ones, which see the ground between the antennas), and
+    /// the amplitudes between traces, which carry sigma, still count
+    /// (docs/inversion.md, "Defaults").
+    MisfitKind misfit = MisfitKind::relative;
     RegularizationSpec regularize_eps_r, regularize_sigma;
     /// Change of eps_r, and of ln(sigma), per unit of the optimisation
     /// variable; 0: calibrated at the start of each stage so that a unit
@@ -78,16 +84,22 @@ struct InversionSpec {
     /// semi-definite, gamma from the latest step as in standard L-BFGS
     /// scaling), so TAO's gradient, bounds and line search are untouched and
     /// the updates it proposes are smooth. Needs TAO type blmvm or lmvm.
+    /// One length for eps_r, one for sigma (S is block diagonal).
     double smoothing_m = 0;
+    double smoothing_sigma_m = 0;
 };
 
 /// Defaults of a campaign that does not set them (docs/inversion.md,
 /// "Defaults", for the benchmark figures behind them), in dominant
 /// wavelengths lambda = c0 / (f_d sqrt(eps_r mu_r)), f_d the wavelet's
 /// dominant frequency and eps_r mu_r the starting model's largest: the
-/// standard deviation of the updates' smoothing, and the radius of the taper
-/// around each antenna.
+/// standard deviation of the updates' smoothing (eps_r, sigma), and the
+/// radius of the taper around each antenna. sigma is smoothed over twice
+/// the length: the data resolve it about half as finely (its sensitivity is
+/// a quarter period out of phase with eps_r's and weaker), and finer sigma
+/// structure is where eps_r's data residuals leak into it.
 inline constexpr double kAutoSmoothingWavelengths = 0.25;
+inline constexpr double kAutoSigmaSmoothingWavelengths = 0.5;
 inline constexpr double kAutoTaperWavelengths = 0.25;
 
 /// The stages of a campaign that names none (`stages: auto`): eps_r and

@@ -497,6 +497,21 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
     return s;
 }
 
+/// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
+/// in m or `auto` (left < 0, for the caller's default).
+void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, double& eps_r_m, double& sigma_m) {
+    auto length = [&](const YAML::Node& v, const std::string& key) {
+        return v.IsScalar() && v.Scalar() == "auto" ? -1.0 : r.number(v, key, 0, 1e6);
+    };
+    if (n.IsMap()) {
+        r.map(n, path, {"eps_r", "sigma"});
+        if (n["eps_r"]) eps_r_m = length(n["eps_r"], path + ".eps_r");
+        if (n["sigma"]) sigma_m = length(n["sigma"], path + ".sigma");
+    } else {
+        eps_r_m = sigma_m = length(n, path);
+    }
+}
+
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
@@ -508,7 +523,10 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (b["eps_r"]) std::tie(s.eps_r_min, s.eps_r_max) = read_bounds(b["eps_r"], r, p + ".bounds.eps_r", 1, 1000, false);
         if (b["sigma"]) std::tie(s.sigma_min, s.sigma_max) = read_bounds(b["sigma"], r, p + ".bounds.sigma", 0, 1e4, true);
     }
-    if (inv["misfit"]) s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "envelope"}));
+    if (inv["misfit"] && !(inv["misfit"].IsScalar() && inv["misfit"].Scalar() == "auto"))
+        s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "relative", "envelope"}));
+    else
+        s.defaults.push_back(fmt::format("misfit auto: {} (each trace's L2 relative to its observed energy)", to_string(s.misfit)));
     // what `auto` follows: the wavelet's dominant frequency, and the shortest dominant wavelength of the
     // starting model
     const double f_dominant = dominant_frequency(c.wavelet, c.dt_s);
@@ -556,7 +574,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
         if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
         if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
-        if (n["smoothing"]) st.smoothing_m = r.number(n["smoothing"], sp + ".smoothing", 0, 1e6);
+        if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", st.smoothing_m, st.smoothing_sigma_m);
         s.stages.push_back(st);
     }
     if (const YAML::Node reg = inv["regularization"]) {
@@ -585,10 +603,18 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
             if (!(stages && stages.IsSequence() && stages[i]["estimate_wavelet"])) s.stages[i].estimate_wavelet = true;
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
-    s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
-    if (inv["smoothing"] && !is_auto(inv["smoothing"])) s.smoothing_m = r.number(inv["smoothing"], p + ".smoothing", 0, 1e6);
-    else s.defaults.push_back(fmt::format("smoothing auto: {:.3g} m ({} of the dominant wavelength {:.3g} m)", s.smoothing_m,
-                                          kAutoSmoothingWavelengths, wavelength));
+    s.smoothing_m = s.smoothing_sigma_m = -1;
+    if (inv["smoothing"]) read_smoothing(inv["smoothing"], r, p + ".smoothing", s.smoothing_m, s.smoothing_sigma_m);
+    if (s.smoothing_m < 0) {
+        s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
+        s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m)", s.smoothing_m,
+                                         kAutoSmoothingWavelengths, wavelength));
+    }
+    if (s.smoothing_sigma_m < 0) {
+        s.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength;
+        s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength)", s.smoothing_sigma_m,
+                                         kAutoSigmaSmoothingWavelengths));
+    }
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");

@@ -13,14 +13,16 @@ namespace gprfwi {
 MisfitKind parse_misfit_kind(const std::string& name) {
     if (name == "l2") return MisfitKind::l2;
     if (name == "normalized") return MisfitKind::normalized;
+    if (name == "relative") return MisfitKind::relative;
     if (name == "envelope") return MisfitKind::envelope;
-    throw InvalidArgument("misfit: expected l2, normalized or envelope, got '" + name + "'");
+    throw InvalidArgument("misfit: expected l2, normalized, relative or envelope, got '" + name + "'");
 }
 
 const char* to_string(MisfitKind k) {
     switch (k) {
         case MisfitKind::l2: return "l2";
         case MisfitKind::normalized: return "normalized";
+        case MisfitKind::relative: return "relative";
         case MisfitKind::envelope: return "envelope";
     }
     return "?";
@@ -89,6 +91,18 @@ double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size
             j += 0.5 * adjoint[i] * adjoint[i];
         }
         return j;
+    }
+    if (kind == MisfitKind::relative) {
+        double oo = 0;
+        for (std::size_t i = 0; i < n; ++i) oo += o[i] * o[i];
+        std::fill(adjoint, adjoint + n, 0.0);
+        if (oo == 0) return 0;  // nothing observed: no scale to measure the trace against
+        double j = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            adjoint[i] = (s[i] - o[i]) / oo;
+            j += 0.5 * (s[i] - o[i]) * (s[i] - o[i]);
+        }
+        return j / oo;
     }
     double ss = 0, oo = 0, so = 0;
     for (std::size_t i = 0; i < n; ++i) {

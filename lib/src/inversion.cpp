@@ -422,17 +422,28 @@ private:
     }
 
     // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S ---
-    double smoothing_m() const { return stage_.smoothing_m >= 0 ? stage_.smoothing_m : spec_.smoothing_m; }
+    /// The standard deviation of parameter p's smoothing (0: eps_r, 1: sigma).
+    double smoothing_m(int p) const {
+        const double stage = p == 0 ? stage_.smoothing_m : stage_.smoothing_sigma_m;
+        return stage >= 0 ? stage : p == 0 ? spec_.smoothing_m : spec_.smoothing_sigma_m;
+    }
+    bool smoothing_wanted() const {
+        for (int p : params_)
+            if (smoothing_m(p) > 0) return true;
+        return false;
+    }
 
     /// y = S x on the whole TAO vector: per parameter, two Gaussian passes of
     /// sd/sqrt(2) with zeros beyond the edges (S = T T with T symmetric:
-    /// positive semi-definite, overall sd).
+    /// positive semi-definite, overall sd; block diagonal over the parameters).
     std::vector<double> smooth(std::vector<double> x) const {
-        const double sd = smoothing_m() / std::sqrt(2.0);
         const Grid& g = model_.grid;
-        for (std::size_t k = 0; k < params_.size(); ++k)
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            const double sd = smoothing_m(params_[k]) / std::sqrt(2.0);
+            if (sd <= 0) continue;
             for (int pass = 0; pass < 2; ++pass)
                 smooth_gaussian(x.data() + k * n_, g.nz, g.nx, sd / g.dx, sd / g.dz, SmoothingEdges::zero);
+        }
         return x;
     }
 
@@ -698,8 +709,8 @@ private:
         gamma_ = 1.0;
         last_x_.clear();
         last_g_.clear();
-        spdlog::info("stage {}: updates smoothed by a Gaussian of {} m (L-BFGS's initial inverse Hessian)", stage_.name,
-                     smoothing_m());
+        spdlog::info("stage {}: updates smoothed by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma), L-BFGS's initial "
+                     "inverse Hessian", stage_.name, smoothing_m(0), smoothing_m(1));
     }
 
     void solve(int max_iterations) {
@@ -757,7 +768,7 @@ private:
             spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
-        if (smoothing_m() > 0) install_smoothing(tao, type ? type : "", x);
+        if (smoothing_wanted()) install_smoothing(tao, type ? type : "", x);
         {  // (L-BFGS's memory allocated here, not in the first iteration: timed apart)
             const auto t0 = std::chrono::steady_clock::now();
             GPRFWI_PETSC(TaoSetUp(tao));
