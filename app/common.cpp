@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "gprfwi/files.hpp"
 #include "gprfwi/parallel.hpp"
 
 namespace gprfwi::app {
@@ -24,13 +26,24 @@ void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required) {
 
 std::string output_dir(const RunArgs& args, const RunConfig& c) { return args.output_dir.empty() ? c.output_dir : args.output_dir; }
 
-void make_output_dir(const std::string& dir) {
+void make_output_dir(const std::string& dir, const std::string& largest_name, std::uint64_t largest_bytes) {
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
         if (ec) throw Error(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
+        if (!largest_name.empty()) check_room_for((std::filesystem::path(dir) / largest_name).string(), largest_bytes);
     });
+}
+
+std::uint64_t model_file_bytes(const Grid& grid, const std::string& config) {
+    return 3 * 8 * static_cast<std::uint64_t>(grid.nz) * static_cast<std::uint64_t>(grid.nx) + config.size();
+}
+
+std::uint64_t traces_file_bytes(const Survey& survey, const std::string& config) {
+    std::uint64_t receivers = 0;
+    for (const auto& shot : survey.shots) receivers = std::max<std::uint64_t>(receivers, shot.receivers.size());
+    return 8 * survey.shots.size() * receivers * (static_cast<std::uint64_t>(survey.nt) + 2) + config.size();
 }
 
 namespace {

@@ -81,7 +81,7 @@ void run_forward(const ForwardArgs& a) {
                  runner.propagator().name(), to_string(opt.precision), opt.stencil_order, opt.cpml.widths.left,
                  opt.cpml.widths.right, opt.cpml.widths.top, opt.cpml.widths.bottom, ts.dt_max, ts.ratio, place.size,
                  runner.shots().size());
-    make_output_dir(dir);
+    make_output_dir(dir, "synthetic.h5", traces_file_bytes(survey, config_text));
     const auto t0 = std::chrono::steady_clock::now();
     const Traces local = runner.forward(model);
     const double local_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

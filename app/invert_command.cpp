@@ -83,8 +83,8 @@ void run_invert(const InvertArgs& a) {
     install_stop_signal_handlers();
 
     const std::string dir = output_dir(a.run, run);
-    make_output_dir(dir);
     const std::string config_text = run.record(a.run.overrides);
+    make_output_dir(dir, "checkpoint.h5", model_file_bytes(run.grid, config_text));
     const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
@@ -103,7 +103,9 @@ void run_invert(const InvertArgs& a) {
         spdlog::info("done in {}: {} iterations in all; last stage's misfit fell to {:.4g} of its start", format_seconds(seconds),
                      r.history.size(), last.misfit_relative);
         if (first.stage == last.stage || spec.stages.front().max_frequency_hz == 0)
-            spdlog::info("misfit {:.6g} -> {:.6g} ({:.1f}% lower)", first.misfit, last.misfit, 100 * (1 - last.misfit / first.misfit));
+            spdlog::info("misfit {:.6g} -> {:.6g}{}", first.misfit, last.misfit,
+                         first.misfit > 0 ? fmt::format(" ({:.1f}% lower)", 100 * (1 - last.misfit / first.misfit))
+                                          : std::string(" (no misfit to lower: the starting model explains the data)"));
         if (first.error_eps_r >= 0)
             spdlog::info("model error (relative L2 against inversion.true_model): eps_r {:.4f} -> {:.4f} ({:.1f}% lower), "
                          "sigma {:.4f} -> {:.4f} ({:.1f}% lower)",

@@ -6,6 +6,8 @@
 
 #include <malloc.h>
 
+#include <csignal>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -43,6 +45,9 @@ int main(int argc, char** argv) {
     // (docs/performance.md, "Whole calls").
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    // A file-size limit (ulimit -f, a quota) is an I/O error with the file's name, not a kill: writes past it
+    // fail with EFBIG, the writer removes its temporary file and the file it was replacing stays whole.
+    std::signal(SIGXFSZ, SIG_IGN);
     gprfwi::parallel::Session mpi(&argc, &argv);
     gprfwi::app::setup_logging("info");
     CLI::App app{"gprfwi: 2D TM full-waveform inversion of ground-penetrating-radar data"};

@@ -5,12 +5,9 @@
 # SIGUSR1 exits with code 3 and, resumed, ends with every iteration exactly once.
 # Usage: inversion.sh GPRFWI DATA_DIR WORK_DIR
 set -eu
-gprfwi=$1 data=$2 work=$3
-rm -rf "$work" && mkdir -p "$work"
-cp "$data/inversion_truth.yaml" "$data/inversion_campaign.yaml" "$work/"
-cd "$work"
-export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi="${MPIEXEC:-mpiexec} --oversubscribe"
+gprfwi=$1
+. "$(dirname "$0")/campaign_common.sh"
+prepare "$3" "$2" inversion_truth.yaml inversion_campaign.yaml
 
 $mpi -np 1 "$gprfwi" forward inversion_truth.yaml -o truth
 $mpi -np 2 "$gprfwi" invert inversion_campaign.yaml -o np2
@@ -43,24 +40,12 @@ test "$(wc -l < np1/history.csv)" -eq "$(wc -l < np2/history.csv)"
 
 # stop with SIGUSR1 after a few iterations, then resume
 $mpi -np 2 "$gprfwi" invert inversion_campaign.yaml -o stopped > stopped.log 2>&1 &
-pid=$!
-while [ "$(cat stopped/history.csv 2>/dev/null | wc -l)" -lt 5 ]; do
-  kill -0 $pid 2>/dev/null || { cat stopped.log; echo "the run ended before it could be stopped"; exit 1; }
-  sleep 0.2
-done
-kill -USR1 $pid
-set +e
-wait $pid
-code=$?
-set -e
+stop_campaign $! stopped 5 stopped.log
 cat stopped.log
-echo "stopped run exit code: $code (3 expected)"
-test $code -eq 3
+echo "stopped run exit code: $stopped_code (3 expected)"
 rows_before=$(wc -l < stopped/history.csv)
 $mpi -np 2 "$gprfwi" invert inversion_campaign.yaml -o stopped --resume
-awk -F, 'NR > 1 { key = $1 "," $2; if (seen[key]++) { print "twice: " key; bad = 1 }
-  if (($1 in last) && $2 != last[$1] + 1) { print "gap before " key; bad = 1 }; last[$1] = $2 }
-  END { exit bad }' stopped/history.csv
+history_ok stopped
 test "$(wc -l < stopped/history.csv)" -gt "$rows_before"
 test -s stopped/model_final.h5
 echo "inversion: all checks passed"

@@ -4,15 +4,19 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/files.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "support.hpp"
 
@@ -69,6 +73,68 @@ TEST(Hdf5Traces, RoundTripWithUnevenShots) {
     H5Fclose(f);
     for (const auto& e : std::filesystem::directory_iterator(scratch("")))
         EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "temporary file left: " << e.path();
+}
+
+// A writer killed before its rename leaves NAME.tmp-PID beside the whole
+// file it was replacing; a campaign's start removes such files of processes
+// that no longer run, and only those.
+TEST(Files, StaleTemporariesOfDeadWritersAreRemoved) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);  // its pid now runs nothing
+    const std::filesystem::path dir = scratch("stale");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "models");
+    auto touch = [](const std::filesystem::path& p) { std::ofstream(p) << "partial"; };
+    const std::string dead = std::to_string(child), alive = std::to_string(::getpid());
+    touch(dir / ("checkpoint.h5.tmp-" + dead));
+    touch(dir / "models" / ("01_low_003.h5.tmp-" + dead));
+    touch(dir / ("history.csv.tmp-" + alive));  // a writer of this process, still at work
+    touch(dir / "notes.tmp-draft");            // not a writer's name
+    touch(dir / "checkpoint.h5");
+    const std::vector<std::string> removed = remove_stale_temporaries(dir.string());
+    EXPECT_EQ(removed.size(), 2u);
+    EXPECT_FALSE(std::filesystem::exists(dir / ("checkpoint.h5.tmp-" + dead)));
+    EXPECT_FALSE(std::filesystem::exists(dir / "models" / ("01_low_003.h5.tmp-" + dead)));
+    EXPECT_TRUE(std::filesystem::exists(dir / ("history.csv.tmp-" + alive)));
+    EXPECT_TRUE(std::filesystem::exists(dir / "notes.tmp-draft"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "checkpoint.h5"));
+    EXPECT_TRUE(remove_stale_temporaries((dir / "absent").string()).empty());
+    std::filesystem::remove_all(dir);
+}
+
+// A file that does not fit (here a file-size limit, as a quota or a full
+// disk) is refused before HDF5 writes it, with the file named; the file it
+// was to replace stays as it was, and no temporary file is left.
+TEST(Files, AModelThatDoesNotFitLeavesThePreviousOne) {
+    const std::string path = scratch("limited.h5").string();
+    const Model small = Model::uniform(Grid{10, 10, 0.1, 0.1}, 5.0, 0.001);
+    write_model_h5(path, small, "first");
+    const auto before = std::filesystem::file_size(path);
+    const Model large = Model::uniform(Grid{100, 100, 0.1, 0.1}, 5.0, 0.001);  // 240 kB of arrays
+    rlimit old{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit tight = old;
+    tight.rlim_cur = 100 << 10;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tight), 0);
+    std::string message;
+    try {
+        write_model_h5(path, large, "second");
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    std::signal(SIGXFSZ, old_handler);
+    EXPECT_NE(message.find(path + ": no room"), std::string::npos) << message;
+    EXPECT_EQ(std::filesystem::file_size(path), before);
+    EXPECT_EQ(read_model_h5(path, small.grid).eps_r(3, 3), 5.0);
+    for (const auto& e : std::filesystem::directory_iterator(scratch("")))
+        EXPECT_EQ(e.path().string().find("limited.h5.tmp-"), std::string::npos) << "temporary file left: " << e.path();
+    write_model_h5(path, large, "third");  // with room again, HDF5 writes as before
+    EXPECT_EQ(read_model_h5(path, large.grid).eps_r(50, 50), 5.0);
 }
 
 TEST(Hdf5Traces, MismatchesAreReportedWithTheFile) {

@@ -1,6 +1,11 @@
 #include "gprfwi/files.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <filesystem>
@@ -35,6 +40,55 @@ void write_text_atomically(const std::string& path, const std::string& text) {
         const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
         if (std::fclose(f) != 0 || !ok) throw Error(fmt::format("{}: cannot write the file", path));
     });
+}
+
+void check_room(const std::string& probe, const std::string& path, std::uint64_t bytes) {
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(fmt::format("{}: cannot create the file: {}", probe, std::strerror(errno)));
+    const int rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+    const int err = errno;
+    if (rc == 0) (void)!::ftruncate(fd, 0);  // gives the space back (the writer truncates the file anyway)
+    ::close(fd);
+    if (rc != 0 && err != EOPNOTSUPP && err != ENOSYS)
+        throw Error(fmt::format("{}: no room for its {:.3g} MB ({}); the file is left as it was", path, bytes / 1e6,
+                                std::strerror(err)));
+}
+
+void check_room_for(const std::string& path, std::uint64_t bytes) {
+    const std::string probe = fmt::format("{}.tmp-{}", path, getpid());
+    try {
+        check_room(probe, path, bytes);
+    } catch (...) {
+        std::remove(probe.c_str());
+        throw;
+    }
+    std::remove(probe.c_str());
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> removed;
+    auto sweep = [&](const fs::path& folder) {
+        std::error_code ec;
+        for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+            if (!it->is_regular_file(ec)) continue;
+            const std::string name = it->path().filename().string();
+            const std::size_t at = name.rfind(".tmp-");
+            if (at == std::string::npos || at + 5 == name.size()) continue;
+            const std::string digits = name.substr(at + 5);
+            if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+            const pid_t pid = static_cast<pid_t>(std::stol(digits));
+            if (pid == getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // (EPERM: it runs, as another user)
+            std::error_code rm;
+            if (fs::remove(it->path(), rm)) removed.push_back(it->path().string());
+        }
+    };
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return removed;
+    sweep(dir);
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec)) sweep(it->path());
+    return removed;
 }
 
 }  // namespace gprfwi

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -80,11 +81,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 namespace {
 
-/// Writes `path` through a temporary file: fill(file) then rename.
+/// Writes `path` through a temporary file: fill(file) then rename. `payload`
+/// is the bytes of its datasets and attributes (check_room).
 template <typename Fill>
-void write_atomically(const std::string& path, Fill&& fill) {
+void write_atomically(const std::string& path, std::uint64_t payload, Fill&& fill) {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with context, not stderr dumps
     replace_file_atomically(path, [&](const std::string& tmp) {
+        check_room(tmp, path, payload + (64u << 10));  // (+ HDF5's own metadata)
         // attributes of any size (a run file listing every receiver can exceed the 64 KiB of an object
         // header): dense attribute storage from the first one, which needs the HDF5 1.8 file format
         H5 create(H5Pcreate(H5P_FILE_CREATE), H5Pclose, path + ": file creation properties");
@@ -144,7 +147,8 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
             src_pos[(s * max_src + k) * 2 + 1] = shot.sources[k].position.z;
         }
     }
-    write_atomically(path, [&](hid_t file) {
+    const std::uint64_t payload = 8 * (data.size() + rec_pos.size() + src_pos.size()) + 4 * 2 * shots + config.size();
+    write_atomically(path, payload, [&](hid_t file) {
         write_dataset(file, "/traces", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {shots, max_rec, nt}, data.data(), path);
         write_dataset(file, "/receiver_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, rec_count.data(), path);
         write_dataset(file, "/source_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, src_count.data(), path);
@@ -163,7 +167,7 @@ void write_gradient_h5(const std::string& path, const Grid& grid, double misfit,
         if (a->nz() != grid.nz || a->nx() != grid.nx)
             throw SizeMismatch(fmt::format("{}: gradient is [{}][{}], grid is [{}][{}]", path, a->nz(), a->nx(), grid.nz, grid.nx));
     const std::vector<hsize_t> dims{static_cast<hsize_t>(grid.nz), static_cast<hsize_t>(grid.nx)};
-    write_atomically(path, [&](hid_t file) {
+    write_atomically(path, 2 * 8 * grad_eps_r.size() + config.size(), [&](hid_t file) {
         write_dataset(file, "/grad_eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_eps_r.data(), path);
         write_dataset(file, "/grad_sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_sigma.data(), path);
         write_attribute(file, "misfit", misfit, path);
@@ -319,7 +323,9 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
     model.validate();
     const Grid& g = model.grid;
     const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
-    write_atomically(path, [&](hid_t file) {
+    std::uint64_t payload = 3 * 8 * model.eps_r.size() + config.size();
+    for (const auto& [name, text] : extra.texts) payload += name.size() + text.size();
+    write_atomically(path, payload, [&](hid_t file) {
         write_dataset(file, "/eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.eps_r.data(), path);
         write_dataset(file, "/sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.sigma.data(), path);
         write_dataset(file, "/mu_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.mu_r.data(), path);
@@ -389,7 +395,7 @@ std::vector<double> read_vector_h5(const std::string& path, const std::string& d
 
 void write_vector_h5(const std::string& path, const std::string& dataset, const std::vector<double>& values, double dt,
                      const std::string& units, const std::string& config) {
-    write_atomically(path, [&](hid_t file) {
+    write_atomically(path, 8 * values.size() + units.size() + config.size(), [&](hid_t file) {
         const std::string name = "/" + dataset;
         write_dataset(file, name.c_str(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {values.size()}, values.data(), path);
         H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, path + ": reopen " + name);

@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gprfwi/distributed.hpp"
+#include "gprfwi/files.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
@@ -969,6 +970,9 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     if (!spec.true_model.empty()) truth = read_model_h5(spec.true_model, start.grid);
     std::optional<CheckpointState> state;
     const std::string checkpoint = (std::filesystem::path(out_dir) / "checkpoint.h5").string();
+    if (parallel::is_root())
+        for (const std::string& f : remove_stale_temporaries(out_dir))
+            spdlog::warn("removed {}, left by a run that ended while writing it", f);
     if (resume) {
         if (!std::filesystem::exists(checkpoint))
             throw Error(fmt::format("{}: no checkpoint to resume from (run without --resume first)", checkpoint));
