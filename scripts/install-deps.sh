@@ -18,7 +18,8 @@ packages=(
   libbenchmark-dev                      # micro-benchmarks
   python3-matplotlib python3-h5py python3-numpy   # scripts/plot/
   python3-segyio                        # tests: SEG-Y files read and written by an independent library
-  hdf5-tools                            # h5dump, h5ls for looking into outputs
+  hdf5-tools                            # h5dump, h5ls for looking into outputs (and the campaign tests)
+  procps                                # pgrep: tests/crash.sh finds the ranks it kills
 )
 
 missing=()
