@@ -513,6 +513,37 @@ inversion:
     }
 }
 
+// A campaign that names only data, survey, starting model and bounds gets
+// the defaults of docs/inversion.md, "Defaults"; each can be given instead.
+TEST(Campaign, DefaultsFollowTheWavelengthAndTheModelSize) {
+    const std::string base = std::string(kBase) + R"(data: {observed: obs.h5}
+inversion:
+  bounds: {eps_r: [2.0, 20.0], sigma: [1.0e-4, 0.05]}
+)";
+    const Campaign c = load_campaign(write_run_file("campaign_defaults", base));
+    const InversionSpec& s = c.inversion;
+    EXPECT_EQ(s.misfit, MisfitKind::relative);
+    ASSERT_GT(s.smoothing_m, 0.0);
+    const double wavelength = s.smoothing_m / kAutoSmoothingWavelengths;
+    EXPECT_NEAR(s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths * wavelength, 1e-12);
+    const Grid& g = c.run.grid;
+    const double area = (g.nx - 1) * g.dx * (g.nz - 1) * g.dz;
+    EXPECT_NEAR(s.regularize_sigma.tv, kAutoSigmaTotalVariation * wavelength / area, 1e-15);
+    EXPECT_EQ(s.regularize_sigma.tikhonov, 0.0);
+    EXPECT_EQ(s.regularize_eps_r.tv, 0.0);
+
+    const Campaign given = load_campaign(write_run_file("campaign_given", base),
+                                         {"inversion.regularization={sigma: {tikhonov: 0.01}}", "inversion.smoothing={sigma: 0.3}",
+                                          "inversion.misfit=l2"});
+    EXPECT_EQ(given.inversion.regularize_sigma.tv, 0.0) << "a given sigma regularisation replaces the default";
+    EXPECT_EQ(given.inversion.regularize_sigma.tikhonov, 0.01);
+    EXPECT_EQ(given.inversion.smoothing_sigma_m, 0.3);
+    EXPECT_EQ(given.inversion.smoothing_m, s.smoothing_m) << "eps_r's smoothing stays auto";
+    EXPECT_EQ(given.inversion.misfit, MisfitKind::l2);
+    const Campaign off = load_campaign(write_run_file("campaign_off", base), {"inversion.regularization.sigma={tv: 0}"});
+    EXPECT_EQ(off.inversion.regularize_sigma.tv, 0.0);
+}
+
 TEST(RunFile, MissingFileIsReported) {
     try {
         load_run_config("/nonexistent/run.yaml");

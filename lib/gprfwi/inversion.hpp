@@ -101,6 +101,12 @@ struct InversionSpec {
 inline constexpr double kAutoSmoothingWavelengths = 0.25;
 inline constexpr double kAutoSigmaSmoothingWavelengths = 0.5;
 inline constexpr double kAutoTaperWavelengths = 0.25;
+/// Total variation of ln sigma when a campaign names no regularisation of
+/// sigma: weight = this x lambda / (the model's area), so that the term is
+/// this many times the mean change of ln sigma over a wavelength, whatever
+/// the model's size. It keeps sigma from taking up, iteration after
+/// iteration, what eps_r has not yet explained.
+inline constexpr double kAutoSigmaTotalVariation = 0.03;
 
 /// The stages of a campaign that names none (`stages: auto`): eps_r and
 /// sigma together in every stage (eps_r alone explains the amplitudes of

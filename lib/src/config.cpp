@@ -577,10 +577,21 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", st.smoothing_m, st.smoothing_sigma_m);
         s.stages.push_back(st);
     }
+    bool sigma_regularized = false;
     if (const YAML::Node reg = inv["regularization"]) {
         r.map(reg, p + ".regularization", {"eps_r", "sigma"});
         if (reg["eps_r"]) s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
-        if (reg["sigma"]) s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
+        if (reg["sigma"] && !is_auto(reg["sigma"])) {
+            s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
+            sigma_regularized = true;
+        }
+    }
+    if (!sigma_regularized) {  // total variation of ln sigma, its weight per wavelength over the model's area
+        const double area = std::max(c.grid.nx - 1, 1) * c.grid.dx * std::max(c.grid.nz - 1, 1) * c.grid.dz;
+        s.regularize_sigma.tv = kAutoSigmaTotalVariation * wavelength / area;
+        s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
+                                         "dominant wavelengths over the model's {:.3g} m^2)",
+                                         s.regularize_sigma.tv, kAutoSigmaTotalVariation, area));
     }
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
