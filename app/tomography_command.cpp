@@ -21,7 +21,6 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "gprfwi/config.hpp"
-#include "gprfwi/constants.hpp"
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/files.hpp"
 #include "gprfwi/hdf5_io.hpp"
@@ -116,7 +115,7 @@ void run_tomography(const TomographyArgs& a) {
     });
 
     TomographyObjective objective(survey, shots, traveltimes, a.fit_time_zero);
-    const double lambda = speed_of_light() / (f_dom * std::sqrt(c.model.max_eps_mu()));
+    const double lambda = dominant_wavelength(c.model, f_dom);
     StageSpec stage;
     stage.name = "traveltime";
     stage.invert_eps_r = true;

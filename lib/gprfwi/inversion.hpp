@@ -89,6 +89,10 @@ struct InversionSpec {
     double smoothing_sigma_m = 0;
 };
 
+/// lambda = c0 / (f sqrt(eps_r mu_r)) with eps_r mu_r the model's largest:
+/// the shortest dominant wavelength, which the `auto` lengths follow.
+double dominant_wavelength(const Model& model, double f_dominant_hz);
+
 /// Defaults of a campaign that does not set them (docs/inversion.md,
 /// "Defaults", for the benchmark figures behind them), in dominant
 /// wavelengths lambda = c0 / (f_d sqrt(eps_r mu_r)), f_d the wavelet's

@@ -383,19 +383,19 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
         r.map(snap, p, {"interval", "compression", "storage", "scratch_dir", "checkpoint", "binomial"});
         auto& so = o.snapshots;
         if (const YAML::Node n = snap["interval"])
-            so.interval = n.IsScalar() && n.Scalar() == "auto" ? 0 : static_cast<int>(r.integer(n, p + ".interval", 1, 100000));
+            so.interval = is_auto(n) ? 0 : static_cast<int>(r.integer(n, p + ".interval", 1, 100000));
         if (snap["compression"]) so.compression = parse_compression(r.text(snap["compression"], p + ".compression", {"none", "bf16", "fp8"}));
         if (snap["storage"]) so.storage = parse_storage(r.text(snap["storage"], p + ".storage", {"auto", "device", "host", "disk"}));
         if (snap["scratch_dir"]) so.scratch_dir = r.text(snap["scratch_dir"], p + ".scratch_dir");
         if (const YAML::Node n = snap["checkpoint"]) {
-            if (n.IsScalar() && n.Scalar() == "auto") so.checkpoint_steps = -1;
+            if (is_auto(n)) so.checkpoint_steps = -1;
             else if (n.IsScalar() && n.Scalar() == "off") so.checkpoint_steps = 0;
             else so.checkpoint_steps = static_cast<int>(r.integer(n, p + ".checkpoint", 1, kMaxSamples));
             if (so.checkpoint_steps != 0 && so.interval != 1)
                 r.fail(n, p + ".checkpoint", "checkpointing is exact and needs snapshots.interval 1");
         }
         if (const YAML::Node n = snap["binomial"]) {
-            if (n.IsScalar() && n.Scalar() == "auto") so.binomial_slots = -1;
+            if (is_auto(n)) so.binomial_slots = -1;
             else if (n.IsScalar() && n.Scalar() == "off") so.binomial_slots = 0;
             else so.binomial_slots = static_cast<int>(r.integer(n, p + ".binomial", 1, 100000));
             if (so.binomial_slots != 0 && so.interval != 1)
@@ -501,7 +501,7 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 /// in m or `auto` (left < 0, for the caller's default).
 void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, double& eps_r_m, double& sigma_m) {
     auto length = [&](const YAML::Node& v, const std::string& key) {
-        return v.IsScalar() && v.Scalar() == "auto" ? -1.0 : r.number(v, key, 0, 1e6);
+        return is_auto(v) ? -1.0 : r.number(v, key, 0, 1e6);
     };
     if (n.IsMap()) {
         r.map(n, path, {"eps_r", "sigma"});
@@ -523,15 +523,14 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (b["eps_r"]) std::tie(s.eps_r_min, s.eps_r_max) = read_bounds(b["eps_r"], r, p + ".bounds.eps_r", 1, 1000, false);
         if (b["sigma"]) std::tie(s.sigma_min, s.sigma_max) = read_bounds(b["sigma"], r, p + ".bounds.sigma", 0, 1e4, true);
     }
-    if (inv["misfit"] && !(inv["misfit"].IsScalar() && inv["misfit"].Scalar() == "auto"))
+    if (inv["misfit"] && !is_auto(inv["misfit"]))
         s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "relative", "envelope"}));
     else
         s.defaults.push_back(fmt::format("misfit auto: {} (each trace's L2 relative to its observed energy)", to_string(s.misfit)));
     // what `auto` follows: the wavelet's dominant frequency, and the shortest dominant wavelength of the
     // starting model
     const double f_dominant = dominant_frequency(c.wavelet, c.dt_s);
-    const double wavelength = speed_of_light() / (f_dominant * std::sqrt(c.model.max_eps_mu()));
-    auto is_auto = [](const YAML::Node& n) { return n.IsScalar() && n.Scalar() == "auto"; };
+    const double wavelength = dominant_wavelength(c.model, f_dominant);
     const YAML::Node stages = inv["stages"];
     if (!stages || is_auto(stages)) {
         s.stages = automatic_stages(f_dominant);

@@ -24,6 +24,9 @@
 
 namespace gprfwi::detail {
 
+/// The word `auto` where a value may be left to gprfwi.
+inline bool is_auto(const YAML::Node& n) { return n && n.IsScalar() && n.Scalar() == "auto"; }
+
 // Hostile-size limits: far beyond any 2D GPR model, far below overflow.
 constexpr long long kMaxNodesPerAxis = 100000;
 constexpr long long kMaxSamples = 100000000;

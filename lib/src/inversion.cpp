@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gprfwi/constants.hpp"
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/files.hpp"
 #include "gprfwi/hdf5_io.hpp"
@@ -945,6 +946,10 @@ void prepare_wavelet(const InversionSpec& spec, InversionObjective& objective, c
 }
 
 }  // namespace
+
+double dominant_wavelength(const Model& model, double f_dominant_hz) {
+    return speed_of_light() / (f_dominant_hz * std::sqrt(model.max_eps_mu()));
+}
 
 std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec low;
