@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -34,16 +33,6 @@ void make_output_dir(const std::string& dir, const std::string& largest_name, st
         if (ec) throw Error(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
         if (!largest_name.empty()) check_room_for((std::filesystem::path(dir) / largest_name).string(), largest_bytes);
     });
-}
-
-std::uint64_t model_file_bytes(const Grid& grid, const std::string& config) {
-    return 3 * 8 * static_cast<std::uint64_t>(grid.nz) * static_cast<std::uint64_t>(grid.nx) + config.size();
-}
-
-std::uint64_t traces_file_bytes(const Survey& survey, const std::string& config) {
-    std::uint64_t receivers = 0;
-    for (const auto& shot : survey.shots) receivers = std::max<std::uint64_t>(receivers, shot.receivers.size());
-    return 8 * survey.shots.size() * receivers * (static_cast<std::uint64_t>(survey.nt) + 2) + config.size();
 }
 
 namespace {

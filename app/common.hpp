@@ -2,8 +2,8 @@
 // What the run-file commands share: their common options, loading the run
 // file on every rank, logging, and the output folder.
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,13 +28,9 @@ std::string output_dir(const RunArgs& args, const RunConfig& c);
 /// Creates the output folder on the root rank (after the inputs are known
 /// good), collectively, so every rank learns if it failed; and, before any
 /// computation, checks that the folder has room for `largest_bytes` in a
-/// file named `largest_name` (free space, quota, file-size limit).
+/// file named `largest_name` (free space, quota, file-size limit;
+/// traces_file_bytes and grid_file_bytes of gprfwi/hdf5_io.hpp).
 void make_output_dir(const std::string& dir, const std::string& largest_name = {}, std::uint64_t largest_bytes = 0);
-
-/// The bytes of a model file ([nz, nx] eps_r, sigma and mu_r) and of a
-/// synthetic.h5 of this survey, with the run file they record.
-std::uint64_t model_file_bytes(const Grid& grid, const std::string& config);
-std::uint64_t traces_file_bytes(const Survey& survey, const std::string& config);
 
 /// Logging: rank 0 logs at `level`; other ranks log warnings and errors only,
 /// each line tagged with the rank.

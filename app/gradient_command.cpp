@@ -46,7 +46,7 @@ void run_gradient(const RunArgs& a) {
                  c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt, c.observed.describe(),
                  runner.propagator().name());
     const std::string dir = output_dir(a, c);
-    make_output_dir(dir, "gradient.h5", model_file_bytes(c.grid, c.record(a.overrides)));  // (2 arrays; a model has 3)
+    make_output_dir(dir, "gradient.h5", grid_file_bytes(c.grid, 2, c.record(a.overrides)));
     const auto t0 = std::chrono::steady_clock::now();
     const GradientResult g = runner.gradient(c.model, *misfit);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

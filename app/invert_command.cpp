@@ -84,7 +84,7 @@ void run_invert(const InvertArgs& a) {
 
     const std::string dir = output_dir(a.run, run);
     const std::string config_text = run.record(a.run.overrides);
-    make_output_dir(dir, "checkpoint.h5", model_file_bytes(run.grid, config_text));
+    make_output_dir(dir, "checkpoint.h5", grid_file_bytes(run.grid, 3, config_text));
     const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());
     parallel::collectively([&] {
         if (!parallel::is_root()) return;

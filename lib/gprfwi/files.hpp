@@ -9,6 +9,10 @@
 
 namespace gprfwi {
 
+/// `path.tmp-PID`: the name a writer of this process fills before renaming
+/// it to `path` (remove_stale_temporaries knows it by that form).
+std::string temporary_name(const std::string& path);
+
 /// Calls write(tmp) for a temporary name beside `path` (`path.tmp-PID`), then
 /// renames it to `path`. When write throws or the rename fails, the temporary
 /// file is removed and `path` is left as it was; throws Error naming the file.

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ namespace gprfwi {
 /// attributes dt (s), time_convention, gprfwi_version, and `config` (the
 /// resolved run file, may be empty).
 void write_traces_h5(const std::string& path, const Survey& survey, const Traces& traces, const std::string& config);
+
+/// The bytes of the datasets and attributes of a synthetic.h5 of this survey,
+/// and of a file of `arrays` [nz, nx] float64 arrays (a model: 3, a gradient:
+/// 2), each with the run file it records: the room their writers ask for
+/// (check_room), and commands before they compute.
+std::uint64_t traces_file_bytes(const Survey& survey, const std::string& config);
+std::uint64_t grid_file_bytes(const Grid& grid, int arrays, const std::string& config);
 
 /// Writes a gradient: /grad_eps_r and /grad_sigma [nz][nx] float64 (per unit
 /// eps_r and per S/m), root attributes misfit, dx, dz (m), units,

@@ -17,8 +17,10 @@
 
 namespace gprfwi {
 
+std::string temporary_name(const std::string& path) { return fmt::format("{}.tmp-{}", path, getpid()); }
+
 void replace_file_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) {
-    const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+    const std::string tmp = temporary_name(path);
     try {
         write(tmp);
     } catch (...) {
@@ -55,7 +57,7 @@ void check_room(const std::string& probe, const std::string& path, std::uint64_t
 }
 
 void check_room_for(const std::string& path, std::uint64_t bytes) {
-    const std::string probe = fmt::format("{}.tmp-{}", path, getpid());
+    const std::string probe = temporary_name(path);
     try {
         check_room(probe, path, bytes);
     } catch (...) {

@@ -147,8 +147,7 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
             src_pos[(s * max_src + k) * 2 + 1] = shot.sources[k].position.z;
         }
     }
-    const std::uint64_t payload = 8 * (data.size() + rec_pos.size() + src_pos.size()) + 4 * 2 * shots + config.size();
-    write_atomically(path, payload, [&](hid_t file) {
+    write_atomically(path, traces_file_bytes(survey, config), [&](hid_t file) {
         write_dataset(file, "/traces", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {shots, max_rec, nt}, data.data(), path);
         write_dataset(file, "/receiver_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, rec_count.data(), path);
         write_dataset(file, "/source_count", H5T_STD_I32LE, H5T_NATIVE_INT, {shots}, src_count.data(), path);
@@ -161,13 +160,29 @@ void write_traces_h5(const std::string& path, const Survey& survey, const Traces
     });
 }
 
+std::uint64_t traces_file_bytes(const Survey& survey, const std::string& config) {
+    std::uint64_t receivers = 0, sources = 0;
+    for (const Shot& shot : survey.shots) {
+        receivers = std::max<std::uint64_t>(receivers, shot.receivers.size());
+        sources = std::max<std::uint64_t>(sources, shot.sources.size());
+    }
+    const std::uint64_t shots = survey.shots.size(), nt = static_cast<std::uint64_t>(survey.nt);
+    // traces and receiver positions, source positions, the two counts
+    return 8 * shots * receivers * (nt + 2) + 8 * shots * sources * 2 + 4 * 2 * shots + config.size();
+}
+
+std::uint64_t grid_file_bytes(const Grid& grid, int arrays, const std::string& config) {
+    return 8 * static_cast<std::uint64_t>(arrays) * static_cast<std::uint64_t>(grid.nz) * static_cast<std::uint64_t>(grid.nx) +
+           config.size();
+}
+
 void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
                        const Array2D& grad_sigma, const std::string& config) {
     for (const Array2D* a : {&grad_eps_r, &grad_sigma})
         if (a->nz() != grid.nz || a->nx() != grid.nx)
             throw SizeMismatch(fmt::format("{}: gradient is [{}][{}], grid is [{}][{}]", path, a->nz(), a->nx(), grid.nz, grid.nx));
     const std::vector<hsize_t> dims{static_cast<hsize_t>(grid.nz), static_cast<hsize_t>(grid.nx)};
-    write_atomically(path, 2 * 8 * grad_eps_r.size() + config.size(), [&](hid_t file) {
+    write_atomically(path, grid_file_bytes(grid, 2, config), [&](hid_t file) {
         write_dataset(file, "/grad_eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_eps_r.data(), path);
         write_dataset(file, "/grad_sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_sigma.data(), path);
         write_attribute(file, "misfit", misfit, path);
@@ -323,7 +338,7 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
     model.validate();
     const Grid& g = model.grid;
     const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
-    std::uint64_t payload = 3 * 8 * model.eps_r.size() + config.size();
+    std::uint64_t payload = grid_file_bytes(g, 3, config);
     for (const auto& [name, text] : extra.texts) payload += name.size() + text.size();
     write_atomically(path, payload, [&](hid_t file) {
         write_dataset(file, "/eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.eps_r.data(), path);
