@@ -73,15 +73,12 @@ public:
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
     /// Eikonal times of this rank's shots in `model`, [shot][receiver].
     Picks times(const Model& model) const;
-    /// The common time tau of the last evaluation (0 without fit_time_zero), s.
-    double time_zero() const { return tau_; }
 
 private:
     Survey survey_;
     std::vector<std::size_t> shots_;
     Picks traveltimes_;
     bool fit_time_zero_;
-    double tau_ = 0;
 };
 
 }  // namespace gprfwi

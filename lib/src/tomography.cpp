@@ -27,12 +27,17 @@ constexpr double kNoiseTrigger = 5.0;  // ... or this many noise standard deviat
 constexpr double kMinimumSnr = 20.0;
 constexpr int kQuietSamples = 16;      // the fewest samples before an arrival that measure the noise
 
+double trace_peak(const double* x, int nt) {
+    double peak = 0;
+    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    return peak;
+}
+
 /// The standard deviation of a trace's noise over its peak; 0 for a silent trace. From the samples before
 /// the first arrival (a period before the trace first reaches kTrigger of its peak), or where the arrival
 /// comes too soon for that, from the median absolute value of the whole trace.
 double relative_noise(const double* x, int nt, int period) {
-    double peak = 0;
-    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    const double peak = trace_peak(x, nt);
     if (!(peak > 0)) return 0;
     int quiet = 0;
     while (quiet < nt && std::abs(x[quiet]) < kTrigger * peak) ++quiet;
@@ -54,8 +59,7 @@ double relative_noise(const double* x, int nt, int period) {
 /// `noise` times its peak: the trigger and the variances' floor come from it, so that a noise-free trace
 /// picked at the noise of an observed one has the observed one's bias.
 double aic_pick(const double* x, int nt, int period, double noise) {
-    double peak = 0;
-    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    const double peak = trace_peak(x, nt);
     if (!(peak > 0) || noise * kMinimumSnr > 1) return kNoPick;
     const double threshold = std::max(kTrigger, kNoiseTrigger * noise) * peak;
     int trigger = 0;
@@ -124,7 +128,7 @@ Picks pick_first_breaks(const Traces& traces, double dt, double t0, double domin
 #pragma omp parallel for schedule(dynamic)
         for (int r = 0; r < t.n_receivers(); ++r) {
             const double k = aic_pick(t.receiver(r), t.nt(), period, level[s][static_cast<std::size_t>(r)]);
-            picks[s][static_cast<std::size_t>(r)] = std::isnan(k) ? kNoPick : t0 + k * dt;
+            picks[s][static_cast<std::size_t>(r)] = t0 + k * dt;  // (NaN stays NaN: no pick)
         }
     }
     return picks;
@@ -242,14 +246,14 @@ double TomographyObjective::evaluate(const Model& model, const StageSpec&, Array
         fields[k].emplace(model.grid, s, shot.sources[0].position);
         for (const Position& r : shot.receivers) t[k].push_back(fields[k]->time_at(r));
     }
-    tau_ = 0;
+    double tau = 0;
     if (fit_time_zero_) {  // the mean of (picked - eikonal) over every rank's traces
         double sum[2] = {0, 0};
         for (std::size_t k = 0; k < shots_.size(); ++k)
             for (std::size_t r = 0; r < t[k].size(); ++r)
                 if (!std::isnan(traveltimes_[k][r])) sum[0] += traveltimes_[k][r] - t[k][r], sum[1] += 1;
         parallel::sum(sum, 2);
-        tau_ = sum[1] > 0 ? sum[0] / sum[1] : 0.0;
+        tau = sum[1] > 0 ? sum[0] / sum[1] : 0.0;
     }
     // residuals T + tau - t and the gradient of 1/2 their squares; the shots' gradients added in shot
     // order (the same sums whatever the threads)
@@ -262,7 +266,7 @@ double TomographyObjective::evaluate(const Model& model, const StageSpec&, Array
         std::vector<double> residuals;
         for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
             if (std::isnan(traveltimes_[k][r])) continue;
-            const double res = t[k][r] + tau_ - traveltimes_[k][r];
+            const double res = t[k][r] + tau - traveltimes_[k][r];
             j_shot[k] += 0.5 * res * res;
             points.push_back(shot.receivers[r]);
             residuals.push_back(res);
