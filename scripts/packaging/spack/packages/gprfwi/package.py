@@ -47,7 +47,7 @@ class Gprfwi(CMakePackage, CudaPackage):
     def cmake_args(self):
         spec = self.spec
         args = [
-            self.define("GPRFWI_CUDA", "ON" if spec.satisfies("+cuda") else "OFF"),
+            self.define_from_variant("GPRFWI_CUDA", "cuda"),
             self.define_from_variant("GPRFWI_BUILD_TESTS", "tests"),
             self.define("PETSC_DIR", spec["petsc"].prefix),
         ]
