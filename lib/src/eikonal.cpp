@@ -97,15 +97,8 @@ EikonalField::EikonalField(const Grid& g, std::span<const double> s, const Posit
         }
     };
     order_.reserve(t_.size());
-    for (int i : seeds) accepted[static_cast<std::size_t>(i)] = 1;
-    for (int i : seeds) {
-        order_.push_back(i);
-        const int iz = i / g.nx, ix = i % g.nx;
-        for (int d : {-1, 1}) {
-            if (ix + d >= 0 && ix + d < g.nx && !accepted[at(iz, ix + d)]) relax(iz, ix + d);
-            if (iz + d >= 0 && iz + d < g.nz && !accepted[at(iz + d, ix)]) relax(iz + d, ix);
-        }
-    }
+    for (int i : seeds) accepted[static_cast<std::size_t>(i)] = 1;  // (all of them before any relaxes its neighbours)
+    for (int i : seeds) accept(i);
     while (!trial.empty()) {
         const auto [t, i] = trial.top();
         trial.pop();
