@@ -15,11 +15,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gprfwi/background_scan.hpp"
 #include "gprfwi/config.hpp"
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/example.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/parallel.hpp"
+#include "gprfwi/wavelet.hpp"
 
 namespace gprfwi {
 namespace {
@@ -496,6 +498,9 @@ inversion:
         {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
         {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
         {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},
+        {{"inversion.scan=[eps]"}, "inversion.scan[0]: expected one of eps_r, sigma, got 'eps'"},
+        {{"inversion.scan=[sigma, sigma]"}, "inversion.scan[1]: 'sigma' is listed twice"},
+        {{"inversion.scan=yes"}, "inversion.scan: expected none, auto or a list of parameters"},
     };
     for (const auto& [overrides, expected] : bad) {
         try {
@@ -530,18 +535,34 @@ inversion:
     const double area = (g.nx - 1) * g.dx * (g.nz - 1) * g.dz;
     EXPECT_NEAR(s.regularize_sigma.tv, kAutoSigmaTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_sigma.tikhonov, 0.0);
-    EXPECT_EQ(s.regularize_eps_r.tv, 0.0);
+    EXPECT_NEAR(s.regularize_eps_r.tv, kAutoEpsRTotalVariation * wavelength / area, 1e-15);
+    EXPECT_EQ(s.regularize_eps_r.tikhonov, 0.0);
+    EXPECT_FALSE(s.scan.eps_r || s.scan.sigma) << "no background scan unless asked for";
 
     const Campaign given = load_campaign(write_run_file("campaign_given", base),
                                          {"inversion.regularization={sigma: {tikhonov: 0.01}}", "inversion.smoothing={sigma: 0.3}",
                                           "inversion.misfit=l2"});
     EXPECT_EQ(given.inversion.regularize_sigma.tv, 0.0) << "a given sigma regularisation replaces the default";
     EXPECT_EQ(given.inversion.regularize_sigma.tikhonov, 0.01);
+    EXPECT_EQ(given.inversion.regularize_eps_r.tv, s.regularize_eps_r.tv) << "eps_r's regularisation stays auto";
     EXPECT_EQ(given.inversion.smoothing_sigma_m, 0.3);
     EXPECT_EQ(given.inversion.smoothing_m, s.smoothing_m) << "eps_r's smoothing stays auto";
     EXPECT_EQ(given.inversion.misfit, MisfitKind::l2);
-    const Campaign off = load_campaign(write_run_file("campaign_off", base), {"inversion.regularization.sigma={tv: 0}"});
+    const Campaign off = load_campaign(write_run_file("campaign_off", base),
+                                       {"inversion.regularization={sigma: {tv: 0}, eps_r: {tikhonov: 0.002}}"});
     EXPECT_EQ(off.inversion.regularize_sigma.tv, 0.0);
+    EXPECT_EQ(off.inversion.regularize_eps_r.tv, 0.0) << "a given eps_r regularisation replaces the default";
+    EXPECT_EQ(off.inversion.regularize_eps_r.tikhonov, 0.002);
+
+    // the background scan: the parameters asked for, on half the dominant frequency, a step from the record
+    const Campaign scan = load_campaign(write_run_file("campaign_scan", base), {"inversion.scan=[sigma, eps_r]"});
+    EXPECT_TRUE(scan.inversion.scan.eps_r && scan.inversion.scan.sigma);
+    const double f_dominant = dominant_frequency(c.run.wavelet, c.run.dt_s);
+    EXPECT_NEAR(scan.inversion.scan.max_frequency_hz, kScanBandOfDominant * f_dominant, 1e-6 * f_dominant);
+    EXPECT_NEAR(scan.inversion.scan.eps_r_step,
+                std::min(std::log(1.25), 1.0 / (scan.inversion.scan.max_frequency_hz * c.run.nt * c.run.dt_s)), 1e-12);
+    const Campaign none = load_campaign(write_run_file("campaign_scan_none", base), {"inversion.scan=none"});
+    EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }
 
 TEST(RunFile, MissingFileIsReported) {

@@ -36,6 +36,20 @@ struct StageSpec {
     double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
 };
 
+/// The background scan before the first stage of a fresh run
+/// (background_scan.hpp): the starting model's eps_r, then its sigma,
+/// outside the mask scaled by the factor whose data fit best.
+struct ScanSpec {
+    bool eps_r = false, sigma = false;
+    /// The scan's data: below this frequency (0: all), in the campaign's misfit.
+    double max_frequency_hz = 0;
+    /// Grid step of eps_r's factor in ln(factor); it must be finer than the
+    /// misfit's basin, whose half-width is about 1 / (f t) for an arrival at
+    /// time t and frequency f (a half period's shift in ln slowness, twice in
+    /// ln eps_r).
+    double eps_r_step = 0.2;
+};
+
 struct RegularizationSpec {
     double tikhonov = 0;       // weight of the smoothness term
     double tv = 0;             // weight of the total-variation term
@@ -87,6 +101,7 @@ struct InversionSpec {
     /// One length for eps_r, one for sigma (S is block diagonal).
     double smoothing_m = 0;
     double smoothing_sigma_m = 0;
+    ScanSpec scan;
 };
 
 /// lambda = c0 / (f sqrt(eps_r mu_r)) with eps_r mu_r the model's largest:
@@ -105,12 +120,15 @@ double dominant_wavelength(const Model& model, double f_dominant_hz);
 inline constexpr double kAutoSmoothingWavelengths = 0.25;
 inline constexpr double kAutoSigmaSmoothingWavelengths = 0.5;
 inline constexpr double kAutoTaperWavelengths = 0.25;
-/// Total variation of ln sigma when a campaign names no regularisation of
-/// sigma: weight = this x lambda / (the model's area), so that the term is
-/// this many times the mean change of ln sigma over a wavelength, whatever
-/// the model's size. It keeps sigma from taking up, iteration after
-/// iteration, what eps_r has not yet explained.
+/// Total variation of ln sigma and of eps_r / eps_ref when a campaign names
+/// no regularisation of them: weight = this x lambda / (the model's area), so
+/// that the term is this many times the mean change over a wavelength,
+/// whatever the model's size. On sigma it keeps sigma from taking up,
+/// iteration after iteration, what eps_r has not yet explained; on eps_r it
+/// favours the sharp boundaries of the ground over the ringing that
+/// band-limited data leave beside them.
 inline constexpr double kAutoSigmaTotalVariation = 0.03;
+inline constexpr double kAutoEpsRTotalVariation = 0.03;
 
 /// The stages of a campaign that names none (`stages: auto`): eps_r and
 /// sigma together in every stage (eps_r alone explains the amplitudes of
@@ -126,6 +144,10 @@ class InversionObjective {
 public:
     virtual ~InversionObjective() = default;
     virtual double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) = 0;
+    /// The misfit alone, in `kind` where the objective can measure it in
+    /// another kind than its own (FWI). The default evaluates its own misfit
+    /// and gradient and drops the gradient.
+    virtual double misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind = std::nullopt);
     /// The same, and the forward field's energy per node (GradientResult::
     /// illumination). The default has no wavefields: it returns ones.
     virtual double evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
@@ -149,6 +171,8 @@ public:
     /// `observed` holds the traces of runner.shots(), in order.
     FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind);
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
+    /// Forward modelling only.
+    double misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind = std::nullopt) override;
     double evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma,
                                       Array2D& illumination) override;
     std::vector<double> estimate_wavelet(const Model& model, double water_level) override;
@@ -158,9 +182,14 @@ public:
 private:
     DistributedRunner& runner_;
     Traces observed_;
+    void use_band(const StageSpec& stage);
+
     MisfitKind kind_;
     double cutoff_hz_ = -1;
     std::unique_ptr<BandLimitedMisfit> misfit_;
+    std::unique_ptr<BandLimitedMisfit> other_misfit_;  // misfit() in another kind or band
+    MisfitKind other_kind_ = MisfitKind::l2;
+    double other_cutoff_hz_ = -1;
     Array2D last_illumination_;
 };
 

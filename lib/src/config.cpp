@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config_reader.hpp"
+#include "gprfwi/background_scan.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/numbers.hpp"
@@ -512,11 +513,38 @@ void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& pat
     }
 }
 
+/// `scan: none | auto | [eps_r, sigma]` (background_scan.hpp): which
+/// parameters, on the data below half the dominant frequency, eps_r's grid
+/// step from the record's length (ScanSpec::eps_r_step).
+void read_scan(const YAML::Node& n, const Reader& r, const std::string& path, const RunConfig& c, double f_dominant,
+               InversionSpec& s) {
+    if (!n || is_auto(n)) {
+        s.scan.eps_r = kAutoScanEpsR;
+        s.scan.sigma = kAutoScanSigma;
+    } else if (!(n.IsScalar() && n.Scalar() == "none")) {
+        if (!n.IsSequence() || n.size() == 0) r.fail(n, path, "expected none, auto or a list of parameters, from eps_r and sigma");
+        for (std::size_t k = 0; k < n.size(); ++k) {
+            const std::string key = fmt::format("{}[{}]", path, k);
+            const std::string name = r.text(n[k], key, {"eps_r", "sigma"});
+            bool& flag = name == "eps_r" ? s.scan.eps_r : s.scan.sigma;
+            if (flag) r.fail(n[k], key, "'" + name + "' is listed twice");
+            flag = true;
+        }
+    }
+    s.scan.max_frequency_hz = kScanBandOfDominant * f_dominant;
+    const double record_s = c.nt * c.dt_s;
+    s.scan.eps_r_step = std::min(std::log(1.25), 1.0 / (s.scan.max_frequency_hz * record_s));
+    if (!n || is_auto(n))
+        s.defaults.push_back(fmt::format("scan auto: {}", !s.scan.eps_r && !s.scan.sigma ? "none"
+                                                          : s.scan.sigma ? (s.scan.eps_r ? "eps_r, then sigma" : "sigma")
+                                                                         : "eps_r"));
+}
+
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model", "estimate_wavelet"});
+                   "true_model", "estimate_wavelet", "scan"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -576,17 +604,27 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", st.smoothing_m, st.smoothing_sigma_m);
         s.stages.push_back(st);
     }
-    bool sigma_regularized = false;
+    bool eps_r_regularized = false, sigma_regularized = false;
     if (const YAML::Node reg = inv["regularization"]) {
         r.map(reg, p + ".regularization", {"eps_r", "sigma"});
-        if (reg["eps_r"]) s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
+        if (reg["eps_r"] && !is_auto(reg["eps_r"])) {
+            s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
+            eps_r_regularized = true;
+        }
         if (reg["sigma"] && !is_auto(reg["sigma"])) {
             s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
             sigma_regularized = true;
         }
     }
-    if (!sigma_regularized) {  // total variation of ln sigma, its weight per wavelength over the model's area
-        const double area = std::max(c.grid.nx - 1, 1) * c.grid.dx * std::max(c.grid.nz - 1, 1) * c.grid.dz;
+    // total variation, its weight per wavelength over the model's area
+    const double area = std::max(c.grid.nx - 1, 1) * c.grid.dx * std::max(c.grid.nz - 1, 1) * c.grid.dz;
+    if (!eps_r_regularized) {
+        s.regularize_eps_r.tv = kAutoEpsRTotalVariation * wavelength / area;
+        s.defaults.push_back(fmt::format("regularization.eps_r auto: total variation of eps_r / eps_ref, weight {:.3g} "
+                                         "({} dominant wavelengths over the model's {:.3g} m^2)",
+                                         s.regularize_eps_r.tv, kAutoEpsRTotalVariation, area));
+    }
+    if (!sigma_regularized) {
         s.regularize_sigma.tv = kAutoSigmaTotalVariation * wavelength / area;
         s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
                                          "dominant wavelengths over the model's {:.3g} m^2)",
@@ -625,6 +663,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength)", s.smoothing_sigma_m,
                                          kAutoSigmaSmoothingWavelengths));
     }
+    read_scan(inv["scan"], r, p + ".scan", c, f_dominant, s);
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");

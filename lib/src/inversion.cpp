@@ -19,10 +19,12 @@
 #include <future>
 #include <numeric>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gprfwi/background_scan.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/files.hpp"
@@ -833,14 +835,49 @@ private:
 FwiObjective::FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind)
     : runner_(runner), observed_(std::move(observed)), kind_(kind) {}
 
-double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
-    if (!misfit_ || stage.max_frequency_hz != cutoff_hz_) {
-        parallel::collectively([&] {
-            misfit_ = std::make_unique<BandLimitedMisfit>(kind_, runner_.shots(), observed_, stage.max_frequency_hz,
-                                                          runner_.survey().dt);
-        });
-        cutoff_hz_ = stage.max_frequency_hz;
+void FwiObjective::use_band(const StageSpec& stage) {
+    if (misfit_ && stage.max_frequency_hz == cutoff_hz_) return;
+    parallel::collectively([&] {
+        misfit_ = std::make_unique<BandLimitedMisfit>(kind_, runner_.shots(), observed_, stage.max_frequency_hz,
+                                                      runner_.survey().dt);
+    });
+    cutoff_hz_ = stage.max_frequency_hz;
+}
+
+double FwiObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind) {
+    const BandLimitedMisfit* m = nullptr;
+    if (!kind || *kind == kind_) {
+        use_band(stage);
+        m = misfit_.get();
+    } else {
+        if (!other_misfit_ || *kind != other_kind_ || stage.max_frequency_hz != other_cutoff_hz_) {
+            parallel::collectively([&] {
+                other_misfit_ = std::make_unique<BandLimitedMisfit>(*kind, runner_.shots(), observed_,
+                                                                    stage.max_frequency_hz, runner_.survey().dt);
+            });
+            other_kind_ = *kind;
+            other_cutoff_hz_ = stage.max_frequency_hz;
+        }
+        m = other_misfit_.get();
     }
+    const Traces synthetic = runner_.forward(model);
+    double j = 0;
+    parallel::collectively([&] {
+        for (std::size_t i = 0; i < synthetic.size(); ++i) {
+            ShotTraces adjoint = synthetic[i];  // (the misfit writes its adjoint source; unused here)
+            j += m->evaluate(runner_.shots()[i], synthetic[i], adjoint);
+        }
+    });
+    return parallel::sum(j);
+}
+
+double InversionObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind>) {
+    Array2D ge, gs;
+    return evaluate(model, stage, ge, gs);
+}
+
+double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
+    use_band(stage);
     GradientResult g = runner_.gradient(model, *misfit_);
     grad_eps_r = std::move(g.grad_eps_r);
     grad_sigma = std::move(g.grad_sigma);
@@ -945,6 +982,43 @@ void prepare_wavelet(const InversionSpec& spec, InversionObjective& objective, c
                  spec.wavelet_water_level, peak, file);
 }
 
+/// The background scan before the first stage (InversionSpec::scan):
+/// the scanned model, with scan.csv and scan.h5 written (rank 0).
+Model scan_start(const Model& start, const InversionSpec& spec, InversionObjective& objective, const std::string& out_dir,
+                 const std::string& config, const std::optional<Model>& truth) {
+    StageSpec stage = spec.stages.front();
+    stage.name = "scan";
+    stage.max_frequency_hz = spec.scan.max_frequency_hz;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ScanResult scan = scan_background(start, spec, [&](const Model& m, const char* parameter) {
+        const bool eps_r = std::string_view(parameter) == "eps_r";
+        const double j = objective.misfit(m, stage, eps_r ? std::optional(MisfitKind::normalized) : std::nullopt);
+        if (parallel::max(g_stop ? 1.0 : 0.0) > 0)
+            throw StopRequested("stopped by a signal during the background scan, before any checkpoint; run again without --resume");
+        return j;
+    });
+    const std::filesystem::path dir(out_dir);
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        write_text_atomically((dir / "scan.csv").string(), scan_csv(scan));
+        write_model_h5((dir / "scan.h5").string(), scan.model, config);
+    });
+    double j_best = HUGE_VAL;
+    for (const ScanPoint& p : scan.points) j_best = std::min(j_best, p.misfit);
+    std::string errors;
+    if (truth)
+        errors = fmt::format("; model errors eps_r {:.4g} -> {:.4g}, sigma {:.4g} -> {:.4g}", relative_error(start.eps_r, truth->eps_r),
+                             relative_error(scan.model.eps_r, truth->eps_r), relative_error(start.sigma, truth->sigma),
+                             relative_error(scan.model.sigma, truth->sigma));
+    spdlog::info("background scan ({} forward runs, {:.1f} s, {}): eps_r x {:.4g}, sigma x {:.4g}, "
+                 "misfit {:.6g}{}; wrote {} and {}",
+                 scan.points.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 stage.max_frequency_hz > 0 ? fmt::format("data below {:.4g} Hz", stage.max_frequency_hz) : "all data",
+                 scan.eps_r_factor, scan.sigma_factor, j_best, errors, (dir / "scan.csv").string(),
+                 (dir / "scan.h5").string());
+    return scan.model;
+}
+
 }  // namespace
 
 double dominant_wavelength(const Model& model, double f_dominant_hz) {
@@ -1010,6 +1084,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::error_code ec;
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
+    if (!resume && (spec.scan.eps_r || spec.scan.sigma)) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
     double seconds = state ? state->seconds : 0.0;
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
     BackgroundWriter writer;  // rank 0's
