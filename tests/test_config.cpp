@@ -533,9 +533,9 @@ inversion:
     EXPECT_NEAR(s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths * wavelength, 1e-12);
     const Grid& g = c.run.grid;
     const double area = (g.nx - 1) * g.dx * (g.nz - 1) * g.dz;
-    EXPECT_NEAR(s.regularize_sigma.tv, kAutoSigmaTotalVariation * wavelength / area, 1e-15);
+    EXPECT_NEAR(s.regularize_sigma.tv, kAutoTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_sigma.tikhonov, 0.0);
-    EXPECT_NEAR(s.regularize_eps_r.tv, kAutoEpsRTotalVariation * wavelength / area, 1e-15);
+    EXPECT_NEAR(s.regularize_eps_r.tv, kAutoTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_eps_r.tikhonov, 0.0);
     EXPECT_FALSE(s.scan.eps_r || s.scan.sigma) << "no background scan unless asked for";
 

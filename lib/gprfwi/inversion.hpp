@@ -120,15 +120,14 @@ double dominant_wavelength(const Model& model, double f_dominant_hz);
 inline constexpr double kAutoSmoothingWavelengths = 0.25;
 inline constexpr double kAutoSigmaSmoothingWavelengths = 0.5;
 inline constexpr double kAutoTaperWavelengths = 0.25;
-/// Total variation of ln sigma and of eps_r / eps_ref when a campaign names
+/// Total variation of eps_r / eps_ref and of ln sigma when a campaign names
 /// no regularisation of them: weight = this x lambda / (the model's area), so
 /// that the term is this many times the mean change over a wavelength,
-/// whatever the model's size. On sigma it keeps sigma from taking up,
-/// iteration after iteration, what eps_r has not yet explained; on eps_r it
-/// favours the sharp boundaries of the ground over the ringing that
-/// band-limited data leave beside them.
-inline constexpr double kAutoSigmaTotalVariation = 0.03;
-inline constexpr double kAutoEpsRTotalVariation = 0.03;
+/// whatever the model's size. On eps_r it favours the sharp boundaries of
+/// the ground over the ringing that band-limited data leave beside them; on
+/// sigma it keeps sigma from taking up, iteration after iteration, what eps_r
+/// has not yet explained (docs/inversion.md, "Defaults").
+inline constexpr double kAutoTotalVariation = 0.1;
 
 /// The stages of a campaign that names none (`stages: auto`): eps_r and
 /// sigma together in every stage (eps_r alone explains the amplitudes of

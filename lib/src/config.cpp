@@ -619,16 +619,16 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     // total variation, its weight per wavelength over the model's area
     const double area = std::max(c.grid.nx - 1, 1) * c.grid.dx * std::max(c.grid.nz - 1, 1) * c.grid.dz;
     if (!eps_r_regularized) {
-        s.regularize_eps_r.tv = kAutoEpsRTotalVariation * wavelength / area;
+        s.regularize_eps_r.tv = kAutoTotalVariation * wavelength / area;
         s.defaults.push_back(fmt::format("regularization.eps_r auto: total variation of eps_r / eps_ref, weight {:.3g} "
                                          "({} dominant wavelengths over the model's {:.3g} m^2)",
-                                         s.regularize_eps_r.tv, kAutoEpsRTotalVariation, area));
+                                         s.regularize_eps_r.tv, kAutoTotalVariation, area));
     }
     if (!sigma_regularized) {
-        s.regularize_sigma.tv = kAutoSigmaTotalVariation * wavelength / area;
+        s.regularize_sigma.tv = kAutoTotalVariation * wavelength / area;
         s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
                                          "dominant wavelengths over the model's {:.3g} m^2)",
-                                         s.regularize_sigma.tv, kAutoSigmaTotalVariation, area));
+                                         s.regularize_sigma.tv, kAutoTotalVariation, area));
     }
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
