@@ -23,22 +23,15 @@
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/wavelet.hpp"
+#include "petsc_environment.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
 namespace {
 
-class PetscEnvironment : public ::testing::Environment {
-public:
-    void SetUp() override { petsc_ = std::make_unique<PetscSession>(""); }
-    void TearDown() override { petsc_.reset(); }
+const auto* const kPetsc = ::testing::AddGlobalTestEnvironment(new test::PetscEnvironment);
 
-private:
-    std::unique_ptr<PetscSession> petsc_;
-};
-const auto* const kPetsc = ::testing::AddGlobalTestEnvironment(new PetscEnvironment);
-
-/// Air above z = 0.25 m (masked), ground below.
+/// Air above the ground at z = 0.24 m, masked.
 InversionSpec air_masked_spec() {
     InversionSpec s;
     s.eps_r_min = 1.0;

@@ -27,21 +27,13 @@
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
+#include "petsc_environment.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
 namespace {
 
-/// PETSc for the whole test process.
-class PetscEnvironment : public ::testing::Environment {
-public:
-    void SetUp() override { petsc_ = std::make_unique<PetscSession>(""); }
-    void TearDown() override { petsc_.reset(); }
-
-private:
-    std::unique_ptr<PetscSession> petsc_;
-};
-const auto* const kPetsc = ::testing::AddGlobalTestEnvironment(new PetscEnvironment);
+const auto* const kPetsc = ::testing::AddGlobalTestEnvironment(new test::PetscEnvironment);
 
 std::vector<double> random_vector(std::size_t n, std::uint32_t seed) {
     std::mt19937 gen(seed);

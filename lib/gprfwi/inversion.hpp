@@ -181,14 +181,18 @@ public:
 private:
     DistributedRunner& runner_;
     Traces observed_;
-    void use_band(const StageSpec& stage);
+    /// The observed data's misfit in one kind and band, kept while they stay
+    /// (building it filters every observed trace).
+    struct CachedMisfit {
+        std::unique_ptr<BandLimitedMisfit> misfit;
+        MisfitKind kind = MisfitKind::l2;
+        double cutoff_hz = -1;
+    };
+    /// `cache`'s misfit, built anew (collectively) for another kind or band.
+    const BandLimitedMisfit& band_misfit(CachedMisfit& cache, MisfitKind kind, double cutoff_hz);
 
     MisfitKind kind_;
-    double cutoff_hz_ = -1;
-    std::unique_ptr<BandLimitedMisfit> misfit_;
-    std::unique_ptr<BandLimitedMisfit> other_misfit_;  // misfit() in another kind or band
-    MisfitKind other_kind_ = MisfitKind::l2;
-    double other_cutoff_hz_ = -1;
+    CachedMisfit own_, other_;  // the campaign's kind; misfit() in another
     Array2D last_illumination_;
 };
 

@@ -31,6 +31,10 @@ struct ModelRegion {
 /// Paints each region over the model, in order (later regions win).
 void paint_regions(Model& model, const std::vector<ModelRegion>& regions);
 
+/// 1 for each node of grid g (row-major, z outer) inside any of the regions,
+/// else 0: the nodes an inversion's mask holds fixed.
+std::vector<char> nodes_in_regions(const Grid& g, const std::vector<ModelRegion>& regions);
+
 /// What lies beyond the array's edges for smoothing: its edge values
 /// (a constant array stays constant; for models), or zeros (the operator is
 /// then symmetric; for preconditioners).

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gprfwi/model_builder.hpp"
+
 namespace gprfwi {
 
 namespace {
@@ -14,21 +16,11 @@ enum class Parameter { eps_r, sigma };
 
 Array2D& values(Model& m, Parameter p) { return p == Parameter::eps_r ? m.eps_r : m.sigma; }
 
-/// The nodes the inversion may change: those outside every mask region.
-std::vector<char> free_nodes(const Model& m, const InversionSpec& spec) {
-    const Grid& g = m.grid;
-    std::vector<char> free(m.eps_r.size(), 1);
-    for (int iz = 0; iz < g.nz; ++iz)
-        for (int ix = 0; ix < g.nx; ++ix)
-            for (const ModelRegion& r : spec.mask)
-                if (r.contains(ix * g.dx, iz * g.dz)) free[static_cast<std::size_t>(iz) * g.nx + ix] = 0;
-    return free;
-}
-
-double median(const Array2D& a, const std::vector<char>& free) {
+/// The median of the nodes outside the mask.
+double median(const Array2D& a, const std::vector<char>& masked) {
     std::vector<double> v;
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (free[i]) v.push_back(a.data()[i]);
+        if (!masked[i]) v.push_back(a.data()[i]);
     if (v.empty()) return 0;
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     return v[v.size() / 2];
@@ -37,16 +29,16 @@ double median(const Array2D& a, const std::vector<char>& free) {
 /// One parameter's scan over u = ln s, the factor applied to `base`.
 class ParameterScan {
 public:
-    ParameterScan(const Model& base, const InversionSpec& spec, Parameter p, const std::vector<char>& free,
+    ParameterScan(const Model& base, const InversionSpec& spec, Parameter p, const std::vector<char>& masked,
                   const ScanMisfit& misfit, std::vector<ScanPoint>& points)
-        : base_(base), p_(p), free_(free), misfit_(misfit), points_(points), best_(base) {
+        : base_(base), p_(p), name_(p == Parameter::eps_r ? "eps_r" : "sigma"), masked_(masked), misfit_(misfit), points_(points), best_(base) {
         lower_ = p == Parameter::eps_r ? spec.eps_r_min : spec.sigma_min;
         upper_ = p == Parameter::eps_r ? spec.eps_r_max : spec.sigma_max;
         // the scan scales what the inversion would start from: the values within the bounds
         Array2D& v = values(base_, p);
         for (std::size_t i = 0; i < v.size(); ++i)
-            if (free_[i]) v.data()[i] = std::clamp(v.data()[i], lower_, upper_);
-        median_ = median(v, free_);
+            if (!masked_[i]) v.data()[i] = std::clamp(v.data()[i], lower_, upper_);
+        median_ = median(v, masked_);
     }
 
     /// The grid of step h (in ln s) over factors within `range` and the
@@ -83,10 +75,10 @@ private:
         Array2D& v = values(m, p_);
         const double s = std::exp(u);
         for (std::size_t i = 0; i < v.size(); ++i)
-            if (free_[i]) v.data()[i] = std::clamp(s * v.data()[i], lower_, upper_);
-        const double j = misfit_(m, p_ == Parameter::eps_r ? "eps_r" : "sigma");
-        points_.push_back({p_ == Parameter::eps_r ? "eps_r" : "sigma", s, median(v, free_), j});
-        spdlog::debug("scan {}: factor {:.4g} (median {:.4g}): misfit {:.6g}", points_.back().parameter, s,
+            if (!masked_[i]) v.data()[i] = std::clamp(s * v.data()[i], lower_, upper_);
+        const double j = misfit_(m, name_);
+        points_.push_back({name_, s, median(v, masked_), j});
+        spdlog::debug("scan {}: factor {:.4g} (median {:.4g}): misfit {:.6g}", name_, s,
                       points_.back().median, j);
         if (!(j >= best_j_) && std::isfinite(j)) {  // NaN never wins
             best_j_ = j, best_u_ = u;
@@ -97,7 +89,8 @@ private:
 
     Model base_;
     Parameter p_;
-    const std::vector<char>& free_;
+    const char* name_;
+    const std::vector<char>& masked_;
     const ScanMisfit& misfit_;
     std::vector<ScanPoint>& points_;
     double lower_ = 0, upper_ = 0, median_ = 0;
@@ -110,14 +103,14 @@ private:
 ScanResult scan_background(const Model& start, const InversionSpec& spec, const ScanMisfit& misfit) {
     ScanResult result;
     result.model = start;
-    const std::vector<char> free = free_nodes(start, spec);
+    const std::vector<char> masked = nodes_in_regions(start.grid, spec.mask);
     if (spec.scan.eps_r) {
-        ParameterScan scan(result.model, spec, Parameter::eps_r, free, misfit, result.points);
+        ParameterScan scan(result.model, spec, Parameter::eps_r, masked, misfit, result.points);
         result.model = scan.run(spec.scan.eps_r_step, kScanRangeEpsR, kScanToleranceEpsR);
         result.eps_r_factor = scan.factor();
     }
     if (spec.scan.sigma) {
-        ParameterScan scan(result.model, spec, Parameter::sigma, free, misfit, result.points);
+        ParameterScan scan(result.model, spec, Parameter::sigma, masked, misfit, result.points);
         result.model = scan.run(std::log(kScanStepSigma), kScanRangeSigma, kScanToleranceSigma);
         result.sigma_factor = scan.factor();
     }

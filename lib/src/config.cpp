@@ -518,7 +518,8 @@ void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& pat
 /// step from the record's length (ScanSpec::eps_r_step).
 void read_scan(const YAML::Node& n, const Reader& r, const std::string& path, const RunConfig& c, double f_dominant,
                InversionSpec& s) {
-    if (!n || is_auto(n)) {
+    const bool automatic = !n || is_auto(n);
+    if (automatic) {
         s.scan.eps_r = kAutoScanEpsR;
         s.scan.sigma = kAutoScanSigma;
     } else if (!(n.IsScalar() && n.Scalar() == "none")) {
@@ -534,7 +535,7 @@ void read_scan(const YAML::Node& n, const Reader& r, const std::string& path, co
     s.scan.max_frequency_hz = kScanBandOfDominant * f_dominant;
     const double record_s = c.nt * c.dt_s;
     s.scan.eps_r_step = std::min(std::log(1.25), 1.0 / (s.scan.max_frequency_hz * record_s));
-    if (!n || is_auto(n))
+    if (automatic)
         s.defaults.push_back(fmt::format("scan auto: {}", !s.scan.eps_r && !s.scan.sigma ? "none"
                                                           : s.scan.sigma ? (s.scan.eps_r ? "eps_r, then sigma" : "sigma")
                                                                          : "eps_r"));

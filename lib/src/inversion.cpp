@@ -165,14 +165,14 @@ public:
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
         weight_.assign(n_, 1.0);
         const Grid& g = model.grid;
+        const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
         for (int iz = 0; iz < g.nz; ++iz)
             for (int ix = 0; ix < g.nx; ++ix) {
                 double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
                 // an edge node also sets the CPML strip beyond it (the model is extended into the
                 // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
                 if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
-                for (const ModelRegion& r : spec.mask)
-                    if (r.contains(ix * g.dx, iz * g.dz)) w = 0;
+                if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
                 if (spec.taper_radius_m > 0)
                     for (const Position& p : spec.taper_points) {
                         const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
@@ -835,37 +835,26 @@ private:
 FwiObjective::FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind)
     : runner_(runner), observed_(std::move(observed)), kind_(kind) {}
 
-void FwiObjective::use_band(const StageSpec& stage) {
-    if (misfit_ && stage.max_frequency_hz == cutoff_hz_) return;
-    parallel::collectively([&] {
-        misfit_ = std::make_unique<BandLimitedMisfit>(kind_, runner_.shots(), observed_, stage.max_frequency_hz,
-                                                      runner_.survey().dt);
-    });
-    cutoff_hz_ = stage.max_frequency_hz;
+const BandLimitedMisfit& FwiObjective::band_misfit(CachedMisfit& cache, MisfitKind kind, double cutoff_hz) {
+    if (!cache.misfit || cache.kind != kind || cache.cutoff_hz != cutoff_hz) {
+        parallel::collectively([&] {
+            cache.misfit = std::make_unique<BandLimitedMisfit>(kind, runner_.shots(), observed_, cutoff_hz, runner_.survey().dt);
+        });
+        cache.kind = kind;
+        cache.cutoff_hz = cutoff_hz;
+    }
+    return *cache.misfit;
 }
 
 double FwiObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind) {
-    const BandLimitedMisfit* m = nullptr;
-    if (!kind || *kind == kind_) {
-        use_band(stage);
-        m = misfit_.get();
-    } else {
-        if (!other_misfit_ || *kind != other_kind_ || stage.max_frequency_hz != other_cutoff_hz_) {
-            parallel::collectively([&] {
-                other_misfit_ = std::make_unique<BandLimitedMisfit>(*kind, runner_.shots(), observed_,
-                                                                    stage.max_frequency_hz, runner_.survey().dt);
-            });
-            other_kind_ = *kind;
-            other_cutoff_hz_ = stage.max_frequency_hz;
-        }
-        m = other_misfit_.get();
-    }
+    const MisfitKind k = kind.value_or(kind_);
+    const BandLimitedMisfit& m = band_misfit(k == kind_ ? own_ : other_, k, stage.max_frequency_hz);
     const Traces synthetic = runner_.forward(model);
     double j = 0;
     parallel::collectively([&] {
         for (std::size_t i = 0; i < synthetic.size(); ++i) {
             ShotTraces adjoint = synthetic[i];  // (the misfit writes its adjoint source; unused here)
-            j += m->evaluate(runner_.shots()[i], synthetic[i], adjoint);
+            j += m.evaluate(runner_.shots()[i], synthetic[i], adjoint);
         }
     });
     return parallel::sum(j);
@@ -877,8 +866,7 @@ double InversionObjective::misfit(const Model& model, const StageSpec& stage, st
 }
 
 double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
-    use_band(stage);
-    GradientResult g = runner_.gradient(model, *misfit_);
+    GradientResult g = runner_.gradient(model, band_misfit(own_, kind_, stage.max_frequency_hz));
     grad_eps_r = std::move(g.grad_eps_r);
     grad_sigma = std::move(g.grad_sigma);
     if (runner_.propagator().options().illumination) last_illumination_ = std::move(g.illumination);
@@ -930,7 +918,8 @@ double FwiObjective::wavelet_dt() const { return runner_.survey().dt; }
 
 void FwiObjective::set_wavelet(const std::vector<double>& wavelet) {
     runner_.set_wavelet(wavelet);
-    misfit_.reset();  // nothing cached depends on it, but keep the state simple
+    own_.misfit.reset();  // nothing cached depends on it, but keep the state simple
+    other_.misfit.reset();
 }
 
 void install_stop_signal_handlers() {

@@ -39,6 +39,15 @@ void paint_regions(Model& model, const std::vector<ModelRegion>& regions) {
             }
 }
 
+std::vector<char> nodes_in_regions(const Grid& g, const std::vector<ModelRegion>& regions) {
+    std::vector<char> inside(static_cast<std::size_t>(g.nz) * g.nx, 0);
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix)
+            for (const ModelRegion& r : regions)
+                if (r.contains(ix * g.dx, iz * g.dz)) inside[static_cast<std::size_t>(iz) * g.nx + ix] = 1;
+    return inside;
+}
+
 namespace {
 
 std::vector<double> gaussian_kernel(double s) {
