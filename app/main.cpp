@@ -21,11 +21,6 @@
 namespace {
 
 /// Bad input rather than a failure of the run: exit code 2.
-bool is_input_error(const std::exception& e) {
-    return dynamic_cast<const gprfwi::InvalidArgument*>(&e) || dynamic_cast<const gprfwi::SizeMismatch*>(&e) ||
-           dynamic_cast<const gprfwi::PositionOutsideModel*>(&e) || dynamic_cast<const gprfwi::UnstableTimeStep*>(&e);
-}
-
 /// Reports an error once: from the root when every rank has it (a bad run
 /// file), from each rank that has it when only some do.
 void report(const std::exception& e) {
@@ -83,7 +78,7 @@ int main(int argc, char** argv) {
         return 1;
     } catch (const std::exception& e) {
         report(e);
-        return is_input_error(e) ? 2 : 1;
+        return gprfwi::is_input_error(e) ? 2 : 1;
     }
     return 0;
 }

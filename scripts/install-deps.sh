@@ -20,6 +20,7 @@ packages=(
   python3-segyio                        # tests: SEG-Y files read and written by an independent library
   hdf5-tools                            # h5dump, h5ls for looking into outputs (and the campaign tests)
   procps                                # pgrep: tests/crash.sh finds the ranks it kills
+  clang libclang-rt-dev                 # CI's second build: sanitizers and libFuzzer (docs/reliability.md)
 )
 
 missing=()

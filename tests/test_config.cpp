@@ -146,6 +146,8 @@ std::vector<Malformed> malformed_cases() {
         {"wavelet_file_nan", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_nan.txt}"), {}, "wavelet_nan.txt:3: expected one number per line (finite), got 'nan'", ""},
         {"amplitude_infinite", edit("frequency: 2.0e8}", "frequency: 2.0e8, amplitude: -.Inf}"), {}, "wavelet.amplitude: expected a finite number, got '-.Inf'", ""},
         {"wavelet_file_not_numbers", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_bad.txt}"), {}, "wavelet_bad.txt:3: expected one number per line (finite), got '0.5 0.7'", ""},
+        {"wavelet_file_empty", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_empty.txt}"), {}, "wavelet_empty.txt: the wavelet has no samples", ""},
+        {"key_not_a_word", b + "? [8.0, 2.6]\n: 1\n", {}, ": expected a key (a word), got a list or mapping as a key", ""},
         {"wavelet_file_too_long", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet_long.txt}"), {}, "the wavelet has 150 samples, more than time.nt = 100", ""},
         {"wavelet_file_with_frequency", edit("{type: ricker, frequency: 2.0e8}", "{type: file, file: wavelet.txt, frequency: 1}"), {}, "wavelet.frequency: unknown key", ""},
         {"wavelet_type_typo", edit("type: ricker", "type: rickr"), {}, "(did you mean 'ricker'?)", ""},
@@ -234,6 +236,7 @@ void write_side_files() {
     std::ofstream(dir / "wavelet.txt") << "# a wavelet\n0\n1\n0.5\n";
     std::ofstream(dir / "wavelet_bad.txt") << "0\n1\n0.5 0.7\n";
     std::ofstream(dir / "wavelet_nan.txt") << "0\n1\nnan\n";
+    std::ofstream(dir / "wavelet_empty.txt") << "# nothing but a comment\n";
     std::ofstream long_file(dir / "wavelet_long.txt");
     for (int i = 0; i < 150; ++i) long_file << i << "\n";
 }

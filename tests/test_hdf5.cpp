@@ -12,6 +12,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 
@@ -215,6 +216,119 @@ TEST(Hdf5Model, RecordsRunFilesOfAnySize) {
     EXPECT_EQ(back.texts["history"], config);
     std::filesystem::remove(path);
     std::filesystem::remove(std::filesystem::path(path).replace_extension(".xdmf"));
+}
+
+// Regressions of what fuzzing found (docs/reliability.md): files that are
+// valid HDF5 but hostile or incomplete are refused as input errors, before
+// anything is allocated from their declared shapes.
+
+/// A file with a float64 dataset of shape `dims`; chunked and never written
+/// (its few bytes declare all of it) unless `values` fill it.
+void write_dataset_file(const std::string& path, const char* name, const std::vector<hsize_t>& dims,
+                        const std::vector<double>* values = nullptr, double dt = 1e-10) {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+    std::vector<hsize_t> chunk(dims.size(), 1);
+    H5Pset_chunk(create, static_cast<int>(chunk.size()), chunk.data());
+    const hid_t set = H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, create, H5P_DEFAULT);
+    if (values) H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values->data());
+    const hid_t scalar = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(file, "dt", H5T_IEEE_F64LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attr, H5T_NATIVE_DOUBLE, &dt);
+    for (hid_t id : {attr}) H5Aclose(id);
+    H5Sclose(scalar);
+    H5Dclose(set);
+    H5Pclose(create);
+    H5Sclose(space);
+    H5Fclose(file);
+}
+
+std::string input_error_message(const std::function<void()>& read) {
+    try {
+        read();
+    } catch (const std::exception& e) {
+        EXPECT_TRUE(is_input_error(e)) << "not an input error: " << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+}
+
+TEST(Hdf5Hostile, AVastShapeWithNothingStoredIsRefusedBeforeItIsAllocated) {
+    const auto path = scratch("vast.h5").string();
+    write_dataset_file(path, "/wavelet", {hsize_t{1} << 40});  // 8 TiB declared, a few KiB of file
+    const std::string what = input_error_message([&] { read_vector_h5(path, "wavelet", 1e-10); });
+    EXPECT_NE(what.find("declares 8.796e+12 bytes of values, the file stores 0"), std::string::npos) << what;
+    // the same shape written in full is read (a small one: this is the check's other side)
+    const std::vector<double> values(100, 0.5);
+    write_dataset_file(path, "/wavelet", {100}, &values);
+    EXPECT_EQ(read_vector_h5(path, "wavelet", 1e-10), values);
+}
+
+TEST(Hdf5Hostile, TracesGeometryOfTheWrongShapeOrCountsIsRefused) {
+    Survey s = uneven_survey();
+    const auto good = scratch("geometry.h5").string();
+    write_traces_h5(good, s, test::random_traces(s, 7), "");
+    ASSERT_NO_THROW(read_trace_data_h5(good));
+    // receiver positions [shots][n][1] instead of [shots][n][2]: was read out of bounds
+    const auto bad = scratch("geometry-bad.h5").string();
+    std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+    {
+        const hid_t file = H5Fopen(bad.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        H5Ldelete(file, "/receiver_positions", H5P_DEFAULT);
+        const std::vector<hsize_t> dims{3, 4, 1};
+        const std::vector<double> zeros(12, 0.0);
+        const hid_t space = H5Screate_simple(3, dims.data(), nullptr);
+        const hid_t set = H5Dcreate2(file, "/receiver_positions", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());
+        H5Dclose(set);
+        H5Sclose(space);
+        H5Fclose(file);
+    }
+    EXPECT_NE(input_error_message([&] { read_trace_data_h5(bad); }).find("/receiver_positions has shape [3, 4, 1]"),
+              std::string::npos);
+    // a receiver count out of range (stored as int32, as gprfwi writes it): was converted to a size
+    // undefined when negative, and read past the positions when too large
+    for (double count : {-1.0, std::nan(""), 99.0}) {
+        std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+        const hid_t file = H5Fopen(bad.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t set = H5Dopen2(file, "/receiver_count", H5P_DEFAULT);
+        std::vector<double> counts(3);
+        H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data());
+        counts[1] = count;
+        H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data());
+        H5Dclose(set);
+        H5Fclose(file);
+        const std::string what = input_error_message([&] { read_trace_data_h5(bad); });
+        EXPECT_NE(what.find("/receiver_count[1] is"), std::string::npos) << count << ": " << what;
+    }
+}
+
+TEST(Hdf5Hostile, ANanSampleIntervalDoesNotPassForTheRunsOne) {
+    const auto path = scratch("nan-dt.h5").string();
+    const std::vector<double> values(10, 1.0);
+    write_dataset_file(path, "/wavelet", {10}, &values);
+    {
+        const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        const hid_t set = H5Dopen2(file, "/wavelet", H5P_DEFAULT);
+        const hid_t scalar = H5Screate(H5S_SCALAR);
+        const hid_t attr = H5Acreate2(set, "dt", H5T_IEEE_F64LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
+        const double nan = std::nan("");
+        H5Awrite(attr, H5T_NATIVE_DOUBLE, &nan);
+        H5Aclose(attr);
+        H5Sclose(scalar);
+        H5Dclose(set);
+        H5Fclose(file);
+    }
+    EXPECT_THROW(read_vector_h5(path, "wavelet", 1e-10), SizeMismatch);
+}
+
+TEST(Hdf5Hostile, FailuresOfHdf5WhileReadingAreInputErrors) {
+    const auto path = scratch("no-traces.h5").string();
+    const std::vector<double> values(10, 1.0);
+    write_dataset_file(path, "/wavelet", {10}, &values);
+    EXPECT_NE(input_error_message([&] { read_trace_data_h5(path); }).find("no dataset /traces"), std::string::npos);
 }
 
 }  // namespace

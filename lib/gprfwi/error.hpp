@@ -62,4 +62,11 @@ public:
     using Error::Error;
 };
 
+/// Whether `e` is a refusal of bad input (a run file, a data or model file,
+/// an option): the command line exits with code 2 for these, 1 for others.
+inline bool is_input_error(const std::exception& e) {
+    return dynamic_cast<const InvalidArgument*>(&e) || dynamic_cast<const SizeMismatch*>(&e) ||
+           dynamic_cast<const PositionOutsideModel*>(&e) || dynamic_cast<const UnstableTimeStep*>(&e);
+}
+
 }  // namespace gprfwi

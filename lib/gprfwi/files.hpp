@@ -41,4 +41,9 @@ void check_room_for(const std::string& path, std::uint64_t bytes);
 /// resumed (the file it was replacing is still the previous, whole one).
 std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
+/// This machine's physical memory, bytes: what a reader checks an array it
+/// is about to allocate against, so that a file too large for the machine is
+/// refused with the sizes instead of failing in the allocator.
+std::uint64_t physical_memory_bytes();
+
 }  // namespace gprfwi

@@ -18,6 +18,7 @@
 #include "config_reader.hpp"
 #include "gprfwi/background_scan.hpp"
 #include "gprfwi/constants.hpp"
+#include "gprfwi/files.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/numbers.hpp"
 #include "gprfwi/wavelet.hpp"
@@ -56,6 +57,10 @@ void read_grid(const YAML::Node& root, const Reader& r, RunConfig& c) {
     c.grid.dz = r.number(r.required(grid, "grid", "dz"), "grid.dz", 0, 1e6, true);
     if (static_cast<double>(c.grid.nx) * c.grid.nz > 2.0e9)
         r.fail(grid, "grid", fmt::format("{} x {} nodes is more than 2e9", c.grid.nx, c.grid.nz));
+    const double model_bytes = 3.0 * sizeof(double) * c.grid.nx * c.grid.nz;  // eps_r, sigma, mu_r
+    if (model_bytes > static_cast<double>(physical_memory_bytes()))
+        r.fail(grid, "grid", fmt::format("{} x {} nodes need {:.3g} GB for the model's three arrays alone; this machine has {:.3g} GB",
+                                         c.grid.nx, c.grid.nz, model_bytes / 1e9, static_cast<double>(physical_memory_bytes()) / 1e9));
 }
 
 struct ParameterRange {
@@ -743,7 +748,7 @@ std::vector<double> read_wavelet_file(const std::string& path, const std::string
         w = read_vector_h5(path, dataset, dt);
     } else {
         std::ifstream in(path);
-        if (!in) throw Error(fmt::format("{}: cannot open the wavelet file", path));
+        if (!in) throw InputFileError(fmt::format("{}: cannot open the wavelet file", path));
         std::string line;
         for (int line_no = 1; std::getline(in, line); ++line_no) {
             const auto hash = line.find('#');
@@ -758,9 +763,9 @@ std::vector<double> read_wavelet_file(const std::string& path, const std::string
             w.push_back(*v);
         }
     }
-    if (w.empty()) throw Error(fmt::format("{}: the wavelet has no samples", path));
+    if (w.empty()) throw InputFileError(fmt::format("{}: the wavelet has no samples", path));
     if (w.size() > static_cast<std::size_t>(nt))
-        throw Error(fmt::format("{}: the wavelet has {} samples, more than time.nt = {}", path, w.size(), nt));
+        throw InputFileError(fmt::format("{}: the wavelet has {} samples, more than time.nt = {}", path, w.size(), nt));
     w.resize(static_cast<std::size_t>(nt), 0.0);
     return w;
 }

@@ -59,7 +59,8 @@ public:
     void map(const YAML::Node& n, const std::string& path, const std::vector<std::string>& allowed) const {
         if (!n.IsMap()) fail(n, path, "expected a mapping with keys " + join(allowed));
         for (auto it = n.begin(); it != n.end(); ++it) {
-            const std::string key = it->first.as<std::string>();
+            if (!it->first.IsScalar()) fail(it->first, path, "expected a key (a word), got a list or mapping as a key");
+            const std::string key = it->first.Scalar();
             if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
             const std::string hint = closest_word(key, allowed);
             fail(it->first, dotted(path, key),

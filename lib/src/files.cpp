@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -91,6 +92,12 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
         if (it->is_directory(ec)) sweep(it->path());
     return removed;
+}
+
+std::uint64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                                 : std::numeric_limits<std::uint64_t>::max();
 }
 
 }  // namespace gprfwi

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <typeinfo>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/files.hpp"
 
 namespace gprfwi {
 
@@ -213,9 +215,38 @@ std::vector<hsize_t> dataset_dims(hid_t set) {
     return dims;
 }
 
+/// Deflate's largest compression ratio: no compressed dataset stores less
+/// than 1/1032 of its values' bytes.
+constexpr double kMaxCompression = 1032;
+
+/// Refuses, before anything is allocated for it, a dataset whose shape
+/// declares more values than its file holds: one never or only partly
+/// written (its reads would return fill values), or a damaged or hostile
+/// file whose few bytes declare terabytes. And one that would not fit this
+/// machine's memory.
+void check_stored(hid_t set, const std::string& what) {
+    const auto dims = dataset_dims(set);
+    double values = 1;
+    for (hsize_t d : dims) values *= static_cast<double>(d);
+    H5 type(H5Dget_type(set), H5Tclose, what + ": no type");
+    H5 create(H5Dget_create_plist(set), H5Pclose, what + ": no creation properties");
+    const double declared = values * static_cast<double>(H5Tget_size(type));
+    const double stored = static_cast<double>(H5Dget_storage_size(set));
+    const double ratio = H5Pget_nfilters(create) > 0 ? kMaxCompression : 1.0;
+    if (declared > stored * ratio)
+        throw InputFileError(fmt::format("{}: the dataset's shape [{}] declares {:.4g} bytes of values, the file stores {:.4g} "
+                                         "(a dataset not or only partly written, or a damaged file)",
+                                         what, fmt::join(dims, ", "), declared, stored));
+    const double needed = 8 * values, memory = static_cast<double>(physical_memory_bytes());
+    if (needed > memory)
+        throw OutOfMemory(fmt::format("{}: reading it needs {:.3g} GB, this machine has {:.3g} GB", what, needed / 1e9,
+                                      memory / 1e9));
+}
+
 /// Reads the block [start, start + count) of a dataset as doubles.
 std::vector<double> read_block(hid_t set, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
                                const std::string& what) {
+    check_stored(set, what);
     H5 file_space(H5Dget_space(set), H5Sclose, what + ": no dataspace");
     check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), what + ": bad block");
     hsize_t n = 1;
@@ -233,6 +264,19 @@ double read_double_attribute(hid_t object, const char* name, const std::string& 
     return v;
 }
 
+/// Runs a reader. HDF5 calls that fail while a file is read (no such
+/// dataset, a damaged header, a read error) are faults of the file: input
+/// errors, like every other refusal of a reader.
+template <class Read>
+auto reading(Read&& read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const Error& e) {
+        if (typeid(e) != typeid(Error)) throw;  // already typed: an input error, OutOfMemory
+        throw InputFileError(e.what());
+    }
+}
+
 }  // namespace
 
 Traces read_traces_h5(const std::string& path, const Survey& survey) {
@@ -242,92 +286,105 @@ Traces read_traces_h5(const std::string& path, const Survey& survey) {
 }
 
 Traces read_traces_h5(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots) {
-    H5 file = open_read_only(path);
-    H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
-    const auto dims = dataset_dims(set);
-    if (dims.size() != 3)
-        throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
-    hsize_t max_rec = 0;
-    for (const Shot& s : survey.shots) max_rec = std::max<hsize_t>(max_rec, s.receivers.size());
-    if (dims[0] != survey.shots.size() || dims[1] != max_rec || dims[2] != static_cast<hsize_t>(survey.nt))
-        throw SizeMismatch(fmt::format("{}: /traces is [{}][{}][{}], the survey needs [{}][{}][{}]", path, dims[0],
-                                       dims[1], dims[2], survey.shots.size(), max_rec, survey.nt));
-    const double dt = read_double_attribute(file, "dt", path);
-    if (std::abs(dt - survey.dt) > 1e-9 * survey.dt)
-        throw SizeMismatch(fmt::format("{}: dt is {} s, the survey's is {} s", path, dt, survey.dt));
-    const bool has_positions = H5Lexists(file, "/receiver_positions", H5P_DEFAULT) > 0;
-    std::optional<H5> positions;
-    if (has_positions)
-        positions.emplace(H5Dopen2(file, "/receiver_positions", H5P_DEFAULT), H5Dclose, path + ": /receiver_positions");
-    Traces out;
-    for (std::size_t s : shots) {
-        const Shot& shot = survey.shots.at(s);
-        const hsize_t n_rec = shot.receivers.size();
-        out.emplace_back(static_cast<int>(n_rec), survey.nt);
-        if (n_rec == 0) continue;
-        const auto data = read_block(set, {s, 0, 0}, {1, n_rec, dims[2]}, path + ": /traces");
-        std::copy(data.begin(), data.end(), out.back().samples().begin());
-        for (std::size_t i = 0; i < data.size(); ++i)
-            if (!std::isfinite(data[i]))
-                throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; observed data must be finite", path, s,
-                                        i / dims[2], i % dims[2], data[i]));
-        if (!positions) continue;
-        const auto pos = read_block(*positions, {s, 0, 0}, {1, n_rec, 2}, path + ": /receiver_positions");
-        for (hsize_t r = 0; r < n_rec; ++r) {
-            const Position& p = shot.receivers[r];
-            if (std::abs(pos[2 * r] - p.x) > 1e-6 || std::abs(pos[2 * r + 1] - p.z) > 1e-6)
-                throw SizeMismatch(fmt::format("{}: shot {} receiver {} is at ({}, {}) m in the file, ({}, {}) m in the survey",
-                                               path, s, r, pos[2 * r], pos[2 * r + 1], p.x, p.z));
+    return reading([&] {
+        H5 file = open_read_only(path);
+        H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
+        const auto dims = dataset_dims(set);
+        if (dims.size() != 3)
+            throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+        hsize_t max_rec = 0;
+        for (const Shot& s : survey.shots) max_rec = std::max<hsize_t>(max_rec, s.receivers.size());
+        if (dims[0] != survey.shots.size() || dims[1] != max_rec || dims[2] != static_cast<hsize_t>(survey.nt))
+            throw SizeMismatch(fmt::format("{}: /traces is [{}][{}][{}], the survey needs [{}][{}][{}]", path, dims[0],
+                                           dims[1], dims[2], survey.shots.size(), max_rec, survey.nt));
+        const double dt = read_double_attribute(file, "dt", path);
+        if (!(std::abs(dt - survey.dt) <= 1e-9 * survey.dt))
+            throw SizeMismatch(fmt::format("{}: dt is {} s, the survey's is {} s", path, dt, survey.dt));
+        const bool has_positions = H5Lexists(file, "/receiver_positions", H5P_DEFAULT) > 0;
+        std::optional<H5> positions;
+        if (has_positions)
+            positions.emplace(H5Dopen2(file, "/receiver_positions", H5P_DEFAULT), H5Dclose, path + ": /receiver_positions");
+        Traces out;
+        for (std::size_t s : shots) {
+            const Shot& shot = survey.shots.at(s);
+            const hsize_t n_rec = shot.receivers.size();
+            out.emplace_back(static_cast<int>(n_rec), survey.nt);
+            if (n_rec == 0) continue;
+            const auto data = read_block(set, {s, 0, 0}, {1, n_rec, dims[2]}, path + ": /traces");
+            std::copy(data.begin(), data.end(), out.back().samples().begin());
+            for (std::size_t i = 0; i < data.size(); ++i)
+                if (!std::isfinite(data[i]))
+                    throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; observed data must be finite", path, s,
+                                            i / dims[2], i % dims[2], data[i]));
+            if (!positions) continue;
+            const auto pos = read_block(*positions, {s, 0, 0}, {1, n_rec, 2}, path + ": /receiver_positions");
+            for (hsize_t r = 0; r < n_rec; ++r) {
+                const Position& p = shot.receivers[r];
+                if (std::abs(pos[2 * r] - p.x) > 1e-6 || std::abs(pos[2 * r + 1] - p.z) > 1e-6)
+                    throw SizeMismatch(fmt::format("{}: shot {} receiver {} is at ({}, {}) m in the file, ({}, {}) m in the survey",
+                                                   path, s, r, pos[2 * r], pos[2 * r + 1], p.x, p.z));
+            }
         }
-    }
-    return out;
+        return out;
+    });
 }
 
 TraceData read_trace_data_h5(const std::string& path) {
-    H5 file = open_read_only(path);
-    H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
-    const auto dims = dataset_dims(set);
-    if (dims.size() != 3)
-        throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
-    for (const char* name : {"/receiver_positions", "/source_positions", "/receiver_count", "/source_count"})
-        if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
-            throw InputFileError(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
-    TraceData out;
-    out.survey.dt = read_double_attribute(file, "dt", path);
-    out.survey.nt = static_cast<int>(dims[2]);
-    out.t0 = out.survey.dt;
-    const auto read_all = [&](const char* name, std::size_t rank) {
-        H5 d(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open {}", path, name));
-        const auto dd = dataset_dims(d);
-        if (dd.size() != rank || dd[0] != dims[0])
-            throw SizeMismatch(fmt::format("{}: {} does not match /traces' {} shots", path, name, dims[0]));
-        return std::make_pair(read_block(d, std::vector<hsize_t>(rank, 0), dd, path + ": " + name), dd);
-    };
-    const auto [rec_count, rc_dims] = read_all("/receiver_count", 1);
-    const auto [src_count, sc_dims] = read_all("/source_count", 1);
-    const auto [rec_pos, rp_dims] = read_all("/receiver_positions", 3);
-    const auto [src_pos, sp_dims] = read_all("/source_positions", 3);
-    const auto data = read_block(set, {0, 0, 0}, dims, path + ": /traces");
-    for (hsize_t s = 0; s < dims[0]; ++s) {
-        Shot& shot = out.survey.shots.emplace_back();
-        const auto n_rec = static_cast<hsize_t>(rec_count[s]), n_src = static_cast<hsize_t>(src_count[s]);
-        if (n_rec > dims[1] || n_rec > rp_dims[1] || n_src > sp_dims[1])
-            throw SizeMismatch(fmt::format("{}: shot {} counts exceed the datasets", path, s));
-        for (hsize_t k = 0; k < n_src; ++k)
-            shot.sources.push_back({{src_pos[(s * sp_dims[1] + k) * 2], src_pos[(s * sp_dims[1] + k) * 2 + 1]}, 1.0});
-        for (hsize_t r = 0; r < n_rec; ++r)
-            shot.receivers.push_back({rec_pos[(s * rp_dims[1] + r) * 2], rec_pos[(s * rp_dims[1] + r) * 2 + 1]});
-        ShotTraces& t = out.traces.emplace_back(static_cast<int>(n_rec), out.survey.nt);
-        for (hsize_t r = 0; r < n_rec; ++r)
-            for (hsize_t n = 0; n < dims[2]; ++n) {
-                const double v = data[(s * dims[1] + r) * dims[2] + n];
-                if (!std::isfinite(v))
-                    throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; data must be finite", path, s, r, n, v));
-                t(static_cast<int>(r), static_cast<int>(n)) = v;
-            }
-    }
-    out.summary = fmt::format("HDF5, {} shots, {} samples of {:.6g} s", dims[0], dims[2], out.survey.dt);
-    return out;
+    return reading([&] {
+        H5 file = open_read_only(path);
+        H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
+        const auto dims = dataset_dims(set);
+        if (dims.size() != 3)
+            throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+        for (const char* name : {"/receiver_positions", "/source_positions", "/receiver_count", "/source_count"})
+            if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+                throw InputFileError(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
+        if (dims[2] < 1 || dims[2] > static_cast<hsize_t>(std::numeric_limits<int>::max()))
+            throw InputFileError(fmt::format("{}: /traces has {} samples per trace", path, dims[2]));
+        TraceData out;
+        out.survey.dt = read_double_attribute(file, "dt", path);
+        if (!(out.survey.dt > 0) || !std::isfinite(out.survey.dt))
+            throw InputFileError(fmt::format("{}: attribute dt is {}; expected a sample interval > 0 in s", path, out.survey.dt));
+        out.survey.nt = static_cast<int>(dims[2]);
+        out.t0 = out.survey.dt;
+        const auto read_all = [&](const char* name, std::size_t rank) {
+            H5 d(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open {}", path, name));
+            const auto dd = dataset_dims(d);
+            if (dd.size() != rank || dd[0] != dims[0] || (rank == 3 && dd[2] != 2))
+                throw SizeMismatch(fmt::format("{}: {} has shape [{}]; /traces' {} shots need [{}{}]", path, name,
+                                               fmt::join(dd, ", "), dims[0], dims[0], rank == 3 ? ", n, 2" : ""));
+            return std::make_pair(read_block(d, std::vector<hsize_t>(rank, 0), dd, path + ": " + name), dd);
+        };
+        const auto [rec_count, rc_dims] = read_all("/receiver_count", 1);
+        const auto [src_count, sc_dims] = read_all("/source_count", 1);
+        const auto [rec_pos, rp_dims] = read_all("/receiver_positions", 3);
+        const auto [src_pos, sp_dims] = read_all("/source_positions", 3);
+        const auto data = read_block(set, {0, 0, 0}, dims, path + ": /traces");
+        for (hsize_t s = 0; s < dims[0]; ++s) {
+            Shot& shot = out.survey.shots.emplace_back();
+            const auto count = [&](double c, hsize_t most, const char* name) {
+                if (!(c >= 0 && c <= static_cast<double>(most) && c == std::floor(c)))
+                    throw SizeMismatch(fmt::format("{}: {}[{}] is {}; expected a whole number in [0, {}]", path, name, s, c, most));
+                return static_cast<hsize_t>(c);
+            };
+            const hsize_t n_rec = count(rec_count[s], std::min(dims[1], rp_dims[1]), "/receiver_count");
+            const hsize_t n_src = count(src_count[s], sp_dims[1], "/source_count");
+            for (hsize_t k = 0; k < n_src; ++k)
+                shot.sources.push_back({{src_pos[(s * sp_dims[1] + k) * 2], src_pos[(s * sp_dims[1] + k) * 2 + 1]}, 1.0});
+            for (hsize_t r = 0; r < n_rec; ++r)
+                shot.receivers.push_back({rec_pos[(s * rp_dims[1] + r) * 2], rec_pos[(s * rp_dims[1] + r) * 2 + 1]});
+            ShotTraces& t = out.traces.emplace_back(static_cast<int>(n_rec), out.survey.nt);
+            for (hsize_t r = 0; r < n_rec; ++r)
+                for (hsize_t n = 0; n < dims[2]; ++n) {
+                    const double v = data[(s * dims[1] + r) * dims[2] + n];
+                    if (!std::isfinite(v))
+                        throw InputFileError(fmt::format("{}: /traces[{}][{}][{}] is {}; data must be finite", path, s, r, n, v));
+                    t(static_cast<int>(r), static_cast<int>(n)) = v;
+                }
+        }
+        out.summary = fmt::format("HDF5, {} shots, {} samples of {:.6g} s", dims[0], dims[2], out.survey.dt);
+        return out;
+    });
 }
 
 void write_model_h5(const std::string& path, const Model& model, const std::string& config) {
@@ -356,56 +413,62 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
 }
 
 Array2D read_model_array_h5(const std::string& path, const std::string& dataset, const Grid& grid) {
-    H5 file = open_read_only(path);
-    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
-    H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
-    {
-        H5 type(H5Dget_type(set), H5Tclose, path + ": no type");
-        if (H5Tget_class(type) != H5T_FLOAT && H5Tget_class(type) != H5T_INTEGER)
-            throw InputFileError(fmt::format("{}: dataset {} is not numeric (float32 or float64 expected)", path, name));
-    }
-    const auto dims = dataset_dims(set);
-    if (dims.size() != 2 || dims[0] != static_cast<hsize_t>(grid.nz) || dims[1] != static_cast<hsize_t>(grid.nx))
-        throw SizeMismatch(fmt::format("{}: dataset {} has shape [{}], the grid needs [{}, {}] ([nz, nx])", path, name,
-                                       fmt::join(dims, ", "), grid.nz, grid.nx));
-    for (const auto& [attr, expect] : {std::pair{"dx", grid.dx}, std::pair{"dz", grid.dz}}) {
-        if (H5Aexists(file, attr) <= 0) continue;
-        const double v = read_double_attribute(file, attr, path);
-        if (std::abs(v - expect) > 1e-9 * expect)
-            throw SizeMismatch(fmt::format("{}: attribute {} is {} m, the grid's is {} m", path, attr, v, expect));
-    }
-    Array2D out(grid.nz, grid.nx);
-    const auto data = read_block(set, {0, 0}, dims, fmt::format("{}: {}", path, name));
-    std::copy(data.begin(), data.end(), out.data());
-    for (std::size_t i = 0; i < data.size(); ++i)
-        if (!std::isfinite(data[i]))
-            throw InputFileError(fmt::format("{}: {}[{}][{}] is {}", path, name, i / dims[1], i % dims[1], data[i]));
-    return out;
+    return reading([&] {
+        H5 file = open_read_only(path);
+        const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+        if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
+        H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
+        {
+            H5 type(H5Dget_type(set), H5Tclose, path + ": no type");
+            if (H5Tget_class(type) != H5T_FLOAT && H5Tget_class(type) != H5T_INTEGER)
+                throw InputFileError(fmt::format("{}: dataset {} is not numeric (float32 or float64 expected)", path, name));
+        }
+        const auto dims = dataset_dims(set);
+        if (dims.size() != 2 || dims[0] != static_cast<hsize_t>(grid.nz) || dims[1] != static_cast<hsize_t>(grid.nx))
+            throw SizeMismatch(fmt::format("{}: dataset {} has shape [{}], the grid needs [{}, {}] ([nz, nx])", path, name,
+                                           fmt::join(dims, ", "), grid.nz, grid.nx));
+        for (const auto& [attr, expect] : {std::pair{"dx", grid.dx}, std::pair{"dz", grid.dz}}) {
+            if (H5Aexists(file, attr) <= 0) continue;
+            const double v = read_double_attribute(file, attr, path);
+            if (!(std::abs(v - expect) <= 1e-9 * expect))
+                throw SizeMismatch(fmt::format("{}: attribute {} is {} m, the grid's is {} m", path, attr, v, expect));
+        }
+        Array2D out(grid.nz, grid.nx);
+        const auto data = read_block(set, {0, 0}, dims, fmt::format("{}: {}", path, name));
+        std::copy(data.begin(), data.end(), out.data());
+        for (std::size_t i = 0; i < data.size(); ++i)
+            if (!std::isfinite(data[i]))
+                throw InputFileError(fmt::format("{}: {}[{}][{}] is {}", path, name, i / dims[1], i % dims[1], data[i]));
+        return out;
+    });
 }
 
 bool h5_has_dataset(const std::string& path, const std::string& dataset) {
-    H5 file = open_read_only(path);
-    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
-    return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+    return reading([&] {
+        H5 file = open_read_only(path);
+        const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+        return H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0;
+    });
 }
 
 std::vector<double> read_vector_h5(const std::string& path, const std::string& dataset, double dt) {
-    H5 file = open_read_only(path);
-    const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
-    H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
-    const auto dims = dataset_dims(set);
-    if (dims.size() != 1) throw SizeMismatch(fmt::format("{}: dataset {} must be 1D, it has {} dimensions", path, name, dims.size()));
-    if (H5Aexists(set, "dt") > 0) {
-        const double file_dt = read_double_attribute(set, "dt", path + ":" + name);
-        if (std::abs(file_dt - dt) > 1e-9 * dt)
-            throw SizeMismatch(fmt::format("{}: {} has dt = {} s, time.dt is {} s", path, name, file_dt, dt));
-    }
-    auto v = read_block(set, {0}, dims, fmt::format("{}: {}", path, name));
-    for (std::size_t i = 0; i < v.size(); ++i)
-        if (!std::isfinite(v[i])) throw InputFileError(fmt::format("{}: {}[{}] is {}", path, name, i, v[i]));
-    return v;
+    return reading([&] {
+        H5 file = open_read_only(path);
+        const std::string name = dataset.empty() || dataset[0] == '/' ? dataset : "/" + dataset;
+        if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) throw InputFileError(fmt::format("{}: no dataset {}", path, name));
+        H5 set(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, fmt::format("{}: cannot open dataset {}", path, name));
+        const auto dims = dataset_dims(set);
+        if (dims.size() != 1) throw SizeMismatch(fmt::format("{}: dataset {} must be 1D, it has {} dimensions", path, name, dims.size()));
+        if (H5Aexists(set, "dt") > 0) {
+            const double file_dt = read_double_attribute(set, "dt", path + ":" + name);
+            if (!(std::abs(file_dt - dt) <= 1e-9 * dt))
+                throw SizeMismatch(fmt::format("{}: {} has dt = {} s, time.dt is {} s", path, name, file_dt, dt));
+        }
+        auto v = read_block(set, {0}, dims, fmt::format("{}: {}", path, name));
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (!std::isfinite(v[i])) throw InputFileError(fmt::format("{}: {}[{}] is {}", path, name, i, v[i]));
+        return v;
+    });
 }
 
 void write_vector_h5(const std::string& path, const std::string& dataset, const std::vector<double>& values, double dt,
@@ -421,29 +484,31 @@ void write_vector_h5(const std::string& path, const std::string& dataset, const 
 }
 
 Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* attributes) {
-    Model m;
-    m.grid = grid;
-    m.eps_r = read_model_array_h5(path, "eps_r", grid);
-    m.sigma = read_model_array_h5(path, "sigma", grid);
-    m.mu_r = h5_has_dataset(path, "mu_r") ? read_model_array_h5(path, "mu_r", grid) : Array2D(grid.nz, grid.nx, 1.0);
-    if (!attributes) return m;
-    H5 file = open_read_only(path);
-    for (auto& [name, value] : attributes->numbers) {
-        if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
-        value = read_double_attribute(file, name.c_str(), path);
-    }
-    for (auto& [name, value] : attributes->texts) {
-        if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
-        H5 attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, fmt::format("{}: attribute {}", path, name));
-        H5 type(H5Aget_type(attr), H5Tclose, path + ": attribute type");
-        if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) > 0)
-            throw InputFileError(fmt::format("{}: attribute {} is not a fixed-length string", path, name));
-        std::string text(H5Tget_size(type), '\0');
-        check(H5Aread(attr, type, text.data()), fmt::format("{}: cannot read attribute {}", path, name));
-        if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
-        value = text;
-    }
-    return m;
+    return reading([&] {
+        Model m;
+        m.grid = grid;
+        m.eps_r = read_model_array_h5(path, "eps_r", grid);
+        m.sigma = read_model_array_h5(path, "sigma", grid);
+        m.mu_r = h5_has_dataset(path, "mu_r") ? read_model_array_h5(path, "mu_r", grid) : Array2D(grid.nz, grid.nx, 1.0);
+        if (!attributes) return m;
+        H5 file = open_read_only(path);
+        for (auto& [name, value] : attributes->numbers) {
+            if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
+            value = read_double_attribute(file, name.c_str(), path);
+        }
+        for (auto& [name, value] : attributes->texts) {
+            if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
+            H5 attr(H5Aopen(file, name.c_str(), H5P_DEFAULT), H5Aclose, fmt::format("{}: attribute {}", path, name));
+            H5 type(H5Aget_type(attr), H5Tclose, path + ": attribute type");
+            if (H5Tget_class(type) != H5T_STRING || H5Tis_variable_str(type) > 0)
+                throw InputFileError(fmt::format("{}: attribute {} is not a fixed-length string", path, name));
+            std::string text(H5Tget_size(type), '\0');
+            check(H5Aread(attr, type, text.data()), fmt::format("{}: cannot read attribute {}", path, name));
+            if (const auto nul = text.find('\0'); nul != std::string::npos) text.resize(nul);
+            value = text;
+        }
+        return m;
+    });
 }
 
 
