@@ -211,7 +211,8 @@ void read_model(const YAML::Node& root, const Reader& r, RunConfig& c) {
     }
     paint_regions(c.model, regions);
     if (model["smoothing"]) {
-        const double len = r.number(model["smoothing"], "model.smoothing", 0, 1e30);
+        // a Gaussian longer than the model is all but its mean: the bound keeps the kernel's size sane
+        const double len = r.number(model["smoothing"], "model.smoothing", 0, std::max(g.width_m(), g.depth_m()));
         smooth_gaussian(c.model.eps_r, len / g.dx, len / g.dz);
         smooth_gaussian(c.model.sigma, len / g.dx, len / g.dz);
         smooth_gaussian(c.model.mu_r, len / g.dx, len / g.dz);
@@ -504,10 +505,12 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 }
 
 /// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
-/// in m or `auto` (left < 0, for the caller's default).
-void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, double& eps_r_m, double& sigma_m) {
+/// in m up to the model's width or depth, or `auto` (left < 0, for the
+/// caller's default).
+void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, const Grid& g, double& eps_r_m,
+                    double& sigma_m) {
     auto length = [&](const YAML::Node& v, const std::string& key) {
-        return is_auto(v) ? -1.0 : r.number(v, key, 0, 1e6);
+        return is_auto(v) ? -1.0 : r.number(v, key, 0, std::max(g.width_m(), g.depth_m()));
     };
     if (n.IsMap()) {
         r.map(n, path, {"eps_r", "sigma"});
@@ -568,10 +571,11 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node stages = inv["stages"];
     if (!stages || is_auto(stages)) {
         s.stages = automatic_stages(f_dominant);
-        s.defaults.push_back(fmt::format("stages auto: {} iterations of eps_r and sigma on data below {:.4g} Hz (the "
-                                         "wavelet's dominant frequency), then {} on the full band, each until its "
+        s.defaults.push_back(fmt::format("stages auto: {} iterations of eps_r and sigma on data below {:.4g} Hz ({} of "
+                                         "the wavelet's dominant frequency), then {} on the full band, each until its "
                                          "misfit falls by less than 1% over 3 iterations",
-                                         s.stages[0].iterations, f_dominant, s.stages[1].iterations));
+                                         s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
+                                         s.stages[1].iterations));
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
@@ -607,7 +611,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
         if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
         if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
-        if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", st.smoothing_m, st.smoothing_sigma_m);
+        if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
         s.stages.push_back(st);
     }
     bool eps_r_regularized = false, sigma_regularized = false;
@@ -658,7 +662,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
     s.smoothing_m = s.smoothing_sigma_m = -1;
-    if (inv["smoothing"]) read_smoothing(inv["smoothing"], r, p + ".smoothing", s.smoothing_m, s.smoothing_sigma_m);
+    if (inv["smoothing"]) read_smoothing(inv["smoothing"], r, p + ".smoothing", c.grid, s.smoothing_m, s.smoothing_sigma_m);
     if (s.smoothing_m < 0) {
         s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
         s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m)", s.smoothing_m,

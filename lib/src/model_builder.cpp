@@ -59,21 +59,30 @@ std::vector<double> gaussian_kernel(double s) {
     return k;
 }
 
-/// Convolves `n` values spaced `stride` apart, edges extended.
-void convolve_line(double* v, int n, std::ptrdiff_t stride, const std::vector<double>& k, SmoothingEdges edges,
-                   std::vector<double>& work) {
+/// Convolves `n` values spaced `stride` apart. Only the kernel's part over
+/// the line is summed term by term; with edges extended, the parts beyond
+/// the ends weigh the end values by their sums (`tail`: prefix sums of k), so
+/// that a kernel longer than the line costs no more than the line.
+void convolve_line(double* v, int n, std::ptrdiff_t stride, const std::vector<double>& k, const std::vector<double>& tail,
+                   SmoothingEdges edges, std::vector<double>& work) {
     const int half = static_cast<int>(k.size() / 2);
     work.resize(n);
     for (int i = 0; i < n; ++i) work[i] = v[i * stride];
     for (int i = 0; i < n; ++i) {
+        const int lo = std::max(-half, -i), hi = std::min(half, n - 1 - i);
         double acc = 0;
-        if (edges == SmoothingEdges::extend) {
-            for (int j = -half; j <= half; ++j) acc += k[j + half] * work[std::clamp(i + j, 0, n - 1)];
-        } else {
-            for (int j = std::max(-half, -i); j <= std::min(half, n - 1 - i); ++j) acc += k[j + half] * work[i + j];
-        }
+        if (edges == SmoothingEdges::extend) acc += tail[lo + half] * work[0];  // k[0 .. lo + half) beyond the start
+        for (int j = lo; j <= hi; ++j) acc += k[j + half] * work[i + j];
+        if (edges == SmoothingEdges::extend) acc += (tail.back() - tail[hi + half + 1]) * work[n - 1];  // ... beyond the end
         v[i * stride] = acc;
     }
+}
+
+/// tail[m] = k[0] + ... + k[m - 1], m = 0 .. k.size().
+std::vector<double> prefix_sums(const std::vector<double>& k) {
+    std::vector<double> tail(k.size() + 1, 0.0);
+    for (std::size_t m = 0; m < k.size(); ++m) tail[m + 1] = tail[m] + k[m];
+    return tail;
 }
 
 }  // namespace
@@ -82,11 +91,13 @@ void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes
     std::vector<double> work;
     if (sx_nodes > 0) {
         const auto k = gaussian_kernel(sx_nodes);
-        for (int iz = 0; iz < nz; ++iz) convolve_line(a + static_cast<std::ptrdiff_t>(iz) * nx, nx, 1, k, edges, work);
+        const auto tail = prefix_sums(k);
+        for (int iz = 0; iz < nz; ++iz) convolve_line(a + static_cast<std::ptrdiff_t>(iz) * nx, nx, 1, k, tail, edges, work);
     }
     if (sz_nodes > 0) {
         const auto k = gaussian_kernel(sz_nodes);
-        for (int ix = 0; ix < nx; ++ix) convolve_line(a + ix, nz, nx, k, edges, work);
+        const auto tail = prefix_sums(k);
+        for (int ix = 0; ix < nx; ++ix) convolve_line(a + ix, nz, nx, k, tail, edges, work);
     }
 }
 
