@@ -564,6 +564,11 @@ inversion:
     EXPECT_NEAR(scan.inversion.scan.max_frequency_hz, kScanBandOfDominant * f_dominant, 1e-6 * f_dominant);
     EXPECT_NEAR(scan.inversion.scan.eps_r_step,
                 std::min(std::log(1.25), 1.0 / (scan.inversion.scan.max_frequency_hz * c.run.nt * c.run.dt_s)), 1e-12);
+    // the stages: eps_r and sigma on the low band, then on all data
+    ASSERT_EQ(s.stages.size(), 2u);
+    EXPECT_NEAR(s.stages[0].max_frequency_hz, kAutoLowBandOfDominant * f_dominant, 1e-6 * f_dominant);
+    EXPECT_EQ(s.stages[1].max_frequency_hz, 0.0);
+    for (const StageSpec& st : s.stages) EXPECT_TRUE(st.invert_eps_r && st.invert_sigma) << st.name;
     const Campaign none = load_campaign(write_run_file("campaign_scan_none", base), {"inversion.scan=none"});
     EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }

@@ -131,9 +131,12 @@ inline constexpr double kAutoTotalVariation = 0.1;
 
 /// The stages of a campaign that names none (`stages: auto`): eps_r and
 /// sigma together in every stage (eps_r alone explains the amplitudes of
-/// conductive zones by eps_r artefacts), first the data below the wavelet's
-/// dominant frequency `f_dominant_hz`, then the full band; each stage stops
-/// where its misfit falls by less than 1% over 3 iterations.
+/// conductive zones by eps_r artefacts), first the data below this share of
+/// the wavelet's dominant frequency `f_dominant_hz`, then the full band; each
+/// stage stops where its misfit falls by less than 1% over 3 iterations.
+/// The first band's wider basin matters most where reflections alone see
+/// the ground (docs/inversion.md, "Defaults").
+inline constexpr double kAutoLowBandOfDominant = 0.5;
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d

@@ -1017,7 +1017,7 @@ double dominant_wavelength(const Model& model, double f_dominant_hz) {
 std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec low;
     low.name = "low";
-    low.max_frequency_hz = f_dominant_hz;
+    low.max_frequency_hz = kAutoLowBandOfDominant * f_dominant_hz;
     low.invert_eps_r = low.invert_sigma = true;
     low.iterations = 15;
     low.min_relative_decrease = 0.01;
