@@ -2,14 +2,26 @@
 // Shared builders for the tests: reproducible heterogeneous models, surveys
 // and random traces, and small vector helpers.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/propagator.hpp"
 #include "gprfwi/survey.hpp"
 #include "gprfwi/traces.hpp"
+
+/// Skips the calling test, saying why, unless the CUDA backend is built and a
+/// GPU is visible (the GPU tests run on the GPU machine).
+#define GPRFWI_SKIP_WITHOUT_GPU()                                                                             \
+    do {                                                                                                     \
+        if (!::gprfwi::cuda_backend_compiled()) GTEST_SKIP() << "CUDA backend not compiled into this build"; \
+        if (::gprfwi::cuda_device_count() == 0)                                                              \
+            GTEST_SKIP() << "no CUDA GPU visible (no driver or device): GPU tests run on the GPU machine";   \
+    } while (0)
 
 namespace gprfwi::test {
 

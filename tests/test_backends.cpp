@@ -24,13 +24,6 @@
 namespace gprfwi {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                                   \
-    do {                                                                                                     \
-        if (!cuda_backend_compiled()) GTEST_SKIP() << "CUDA backend not compiled into this build";           \
-        if (cuda_device_count() == 0)                                                                        \
-            GTEST_SKIP() << "no CUDA GPU visible (no driver or device): GPU tests run on the GPU machine";   \
-    } while (0)
-
 // Sets an environment variable for its lifetime (the engine reads some for measurements and checks).
 struct ScopedEnvironment {
     const char* name;
@@ -77,7 +70,7 @@ struct ParityCase {
 class Parity : public ::testing::TestWithParam<ParityCase> {
 protected:
     void SetUp() override {
-        SKIP_WITHOUT_GPU();
+        GPRFWI_SKIP_WITHOUT_GPU();
         const ParityCase c = GetParam();
         model_ = test::heterogeneous_model(grid_, 41);
         truth_ = test::heterogeneous_model(grid_, 42);
@@ -253,7 +246,7 @@ PropagatorOptions level_options(int order, Precision precision, SnapshotCompress
 // fresh process, and parity tests pass all the same. Every storage and
 // compression, the forward's step pairs, stencils 4, 6 and 8.
 TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const ScopedEnvironment poison("GPRFWI_POISON_DEVICE_MEMORY", "1");
     struct Case {
         const char* name;
@@ -309,7 +302,7 @@ TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
 // of its receivers in the frame's pass 3 (elsewhere, in further blocks of
 // that launch).
 TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const Grid g{70, 55, 0.02, 0.025};
     const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
     for (const Precision precision : {Precision::double_precision, Precision::single}) {
@@ -332,7 +325,7 @@ TEST(CudaBackend, SourcesOnTheModelEdgeMatchTheCpu) {
 // strip's width and 32, 16 or 8 rows, the most whose shared arrays fit in
 // 32 KiB, and leaves strips too wide for 8 rows to its frame kernels.
 TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     struct Case {
         Precision precision;
         int order, left, right;
@@ -364,7 +357,7 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
 // reach), 5, 13 and 37 (the last one cut short), float and double, stencils
 // 4 and 8, three shots (the adjoint's shots take turns block by block).
 TEST(CudaBackend, SegmentsOfAnyLengthMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     struct Case {
         Precision precision;
         int order;
@@ -396,7 +389,7 @@ TEST(CudaBackend, SegmentsOfAnyLengthMatchTheCpu) {
 // corners and outside it, sinc sources (64 points, more than a warp holds
 // at once) and bilinear ones, an odd step count, a magnetic model.
 TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     struct Case {
         Precision precision;
         int order;
@@ -460,7 +453,7 @@ TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
 // on a small grid. Levels every step (once on poisoned memory), every 2nd
 // and 3rd, an odd step count; bf16 levels keep one step a pass.
 TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const ScopedEnvironment asked("GPRFWI_PAIR_ROWS", "16");
     struct Case {
         Precision precision;
@@ -501,7 +494,7 @@ TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
 // A magnetic model (mu_r varying): the GPU's step then reads the per-node
 // magnetic coefficient instead of the uniform one it uses otherwise.
 TEST(CudaBackend, MagneticModelsMatchTheCpu) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const Grid g{70, 55, 0.02, 0.025};
     Model model = test::heterogeneous_model(g, 41);
     for (int iz = 0; iz < g.nz; ++iz)
@@ -522,7 +515,7 @@ TEST(CudaBackend, MagneticModelsMatchTheCpu) {
 
 // <F x, y> = <x, F^T y> with F^T computed on the GPU.
 TEST(CudaAdjoint, DotProductTestInDouble) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     for (int order : {2, 4, 8}) {
         const Grid g{40, 33, 0.05, 0.04};
         const Model model = test::heterogeneous_model(g, 11);
@@ -574,7 +567,7 @@ std::string blowup_message(int shots, int bad, int shot_groups) {
 // compression and groups of uneven sizes. A blow-up names the batch's shot,
 // and the peak device memory is that of the groups' engines together.
 TEST(CudaBackend, ShotGroupsMatchTheCpuBitwise) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     struct Case {
         const char* name;
         Precision precision;
@@ -654,7 +647,7 @@ TEST(CudaBackend, ShotGroupsMatchTheCpuBitwise) {
 // the kept levels, and with memory poisoned at every call's start (so that
 // nothing is read that the call did not write).
 TEST(CudaBackend, WorkspaceServesChangingCallsBitwise) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const auto kDevice = SnapshotStorage::device, kHost = SnapshotStorage::host, kDisk = SnapshotStorage::disk;
     struct Case {
         const char* name;
@@ -697,7 +690,7 @@ TEST(CudaBackend, WorkspaceServesChangingCallsBitwise) {
 // peak and the process's resident memory stay what they were after the
 // first calls, and the last result is bitwise the first.
 TEST(CudaBackend, WorkspaceMemoryStaysFlatOverFiftyGradients) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     for (const SnapshotStorage storage : {SnapshotStorage::device, SnapshotStorage::host}) {
         PropagatorOptions opt = level_options(4, kSingle, kBf16, storage, 0, 0);
         opt.backend = BackendKind::cuda;
@@ -723,7 +716,7 @@ TEST(CudaBackend, WorkspaceMemoryStaysFlatOverFiftyGradients) {
 }
 
 TEST(CudaBackend, AutoPicksTheGpuAndReportsPeakMemory) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     PropagatorOptions opt;
     auto p = make_propagator(opt);
     EXPECT_EQ(p->name().rfind("cuda", 0), 0u) << p->name();
@@ -737,7 +730,7 @@ TEST(CudaBackend, AutoPicksTheGpuAndReportsPeakMemory) {
 }
 
 TEST(CudaBackend, ReportsBlowUpAndOutOfMemory) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     // the checks' flags are read a check or two later (the GPU does not wait for them): the shot and the
     // step of the check that found the blow-up are still the ones reported
     const std::string blowup = blowup_message(3, 1, 0);
@@ -766,7 +759,7 @@ TEST(CudaBackend, ReportsBlowUpAndOutOfMemory) {
 }
 
 TEST(CudaBackend, DiskStorageCleansUpAndRefusesWhenTheDiskIsTooSmall) {
-    SKIP_WITHOUT_GPU();
+    GPRFWI_SKIP_WITHOUT_GPU();
     const auto scratch = std::filesystem::temp_directory_path() / ("gprfwi-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(scratch);
     PropagatorOptions opt;

@@ -236,7 +236,7 @@ void write_dataset_file(const std::string& path, const char* name, const std::ve
     const hid_t scalar = H5Screate(H5S_SCALAR);
     const hid_t attr = H5Acreate2(file, "dt", H5T_IEEE_F64LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(attr, H5T_NATIVE_DOUBLE, &dt);
-    for (hid_t id : {attr}) H5Aclose(id);
+    H5Aclose(attr);
     H5Sclose(scalar);
     H5Dclose(set);
     H5Pclose(create);

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <string>
 
-#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/propagator.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "support.hpp"
@@ -73,11 +72,7 @@ double max_abs_difference(const Array2D& a, const Array2D& b) {
 class LongRecord : public ::testing::TestWithParam<BackendKind> {};
 
 TEST_P(LongRecord, ExactAdjointStaysStableOver60000Steps) {
-    if (GetParam() == BackendKind::cuda) {
-        if (!cuda_backend_compiled()) GTEST_SKIP() << "CUDA backend not compiled into this build";
-        if (cuda_device_count() == 0)
-            GTEST_SKIP() << "no CUDA GPU visible (no driver or device): GPU tests run on the GPU machine";
-    }
+    if (GetParam() == BackendKind::cuda) GPRFWI_SKIP_WITHOUT_GPU();
     const Grid g{48, 48, 0.05, 0.05};
     const Model truth = lossless_model(g, 0), start = lossless_model(g, 1);
 

@@ -264,6 +264,14 @@ double read_double_attribute(hid_t object, const char* name, const std::string& 
     return v;
 }
 
+/// The shape of a traces file's /traces, [n_shots][n_receivers][nt].
+std::vector<hsize_t> traces_dims(hid_t set, const std::string& path) {
+    auto dims = dataset_dims(set);
+    if (dims.size() != 3)
+        throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+    return dims;
+}
+
 /// Runs a reader. HDF5 calls that fail while a file is read (no such
 /// dataset, a damaged header, a read error) are faults of the file: input
 /// errors, like every other refusal of a reader.
@@ -289,9 +297,7 @@ Traces read_traces_h5(const std::string& path, const Survey& survey, const std::
     return reading([&] {
         H5 file = open_read_only(path);
         H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
-        const auto dims = dataset_dims(set);
-        if (dims.size() != 3)
-            throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+        const auto dims = traces_dims(set, path);
         hsize_t max_rec = 0;
         for (const Shot& s : survey.shots) max_rec = std::max<hsize_t>(max_rec, s.receivers.size());
         if (dims[0] != survey.shots.size() || dims[1] != max_rec || dims[2] != static_cast<hsize_t>(survey.nt))
@@ -333,9 +339,7 @@ TraceData read_trace_data_h5(const std::string& path) {
     return reading([&] {
         H5 file = open_read_only(path);
         H5 set(H5Dopen2(file, "/traces", H5P_DEFAULT), H5Dclose, fmt::format("{}: no dataset /traces", path));
-        const auto dims = dataset_dims(set);
-        if (dims.size() != 3)
-            throw SizeMismatch(fmt::format("{}: /traces must have 3 dimensions [n_shots][n_receivers][nt]", path));
+        const auto dims = traces_dims(set, path);
         for (const char* name : {"/receiver_positions", "/source_positions", "/receiver_count", "/source_count"})
             if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
                 throw InputFileError(fmt::format("{}: no dataset {}; the geometry is needed", path, name));
