@@ -87,6 +87,36 @@ double dot(const Traces& a, const Traces& b) {
 
 double norm(const Traces& a) { return std::sqrt(dot(a, a)); }
 
+ModelDirection smooth_direction(const Grid& g, double eps_scale, double sigma_scale, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    ModelDirection v{Array2D(g.nz, g.nx, 0.0), Array2D(g.nz, g.nx, 0.0)};
+    const double kx1 = 1 + 3 * u(rng), kz1 = 1 + 3 * u(rng), kx2 = 1 + 3 * u(rng), kz2 = 1 + 3 * u(rng);
+    const double ph1 = 6 * u(rng), ph2 = 6 * u(rng);
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) {
+            const double x = static_cast<double>(ix) / g.nx, z = static_cast<double>(iz) / g.nz;
+            v.eps_r(iz, ix) = eps_scale * (0.6 + std::sin(kPi * (kx1 * x + kz1 * z) + ph1));
+            v.sigma(iz, ix) = sigma_scale * (0.6 + std::cos(kPi * (kx2 * x - kz2 * z) + ph2));
+        }
+    return v;
+}
+
+Model perturbed(const Model& m, const ModelDirection& v, double h) {
+    Model out = m;
+    for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
+        out.eps_r.data()[i] += h * v.eps_r.data()[i];
+        out.sigma.data()[i] += h * v.sigma.data()[i];
+    }
+    return out;
+}
+
+double dot(const ModelDirection& v, const Array2D& eps_r, const Array2D& sigma) {
+    double d = 0;
+    for (std::size_t i = 0; i < eps_r.size(); ++i) d += v.eps_r.data()[i] * eps_r.data()[i] + v.sigma.data()[i] * sigma.data()[i];
+    return d;
+}
+
 double relative_difference(const Traces& a, const Traces& b) {
     double num = 0, den = 0;
     for (std::size_t s = 0; s < a.size(); ++s)

@@ -46,6 +46,17 @@ Traces random_traces(const Survey& s, std::uint32_t seed);
 Survey with_random_wavelets(Survey s, std::uint32_t seed);
 
 double dot(const Traces& a, const Traces& b);
+
+/// A smooth random model direction over the whole model, edges included:
+/// sinusoids of a few wavelengths across it, of amplitude about `eps_scale`
+/// and `sigma_scale` (S/m), offset so that their means are not zero (seeded).
+ModelDirection smooth_direction(const Grid& g, double eps_scale, double sigma_scale, std::uint32_t seed);
+
+/// m + h * v.
+Model perturbed(const Model& m, const ModelDirection& v, double h);
+
+/// <v, (eps_r, sigma)>: the sum over the nodes of both parameters.
+double dot(const ModelDirection& v, const Array2D& eps_r, const Array2D& sigma);
 double norm(const Traces& a);
 
 /// Relative L2 difference ||a - b|| / ||b||.

@@ -19,41 +19,9 @@
 namespace gprfwi {
 namespace {
 
-struct Perturbation {
-    Array2D d_eps_r, d_sigma;
-};
+using test::perturbed;
 
-// Smooth random perturbation over the whole model, edges included.
-Perturbation make_perturbation(const Grid& g, double eps_scale, double sigma_scale, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    Perturbation p{Array2D(g.nz, g.nx, 0.0), Array2D(g.nz, g.nx, 0.0)};
-    const double kx1 = 1 + 3 * u(rng), kz1 = 1 + 3 * u(rng), kx2 = 1 + 3 * u(rng), kz2 = 1 + 3 * u(rng);
-    const double ph1 = 6 * u(rng), ph2 = 6 * u(rng);
-    for (int iz = 0; iz < g.nz; ++iz)
-        for (int ix = 0; ix < g.nx; ++ix) {
-            const double x = static_cast<double>(ix) / g.nx, z = static_cast<double>(iz) / g.nz;
-            p.d_eps_r(iz, ix) = eps_scale * (0.6 + std::sin(kPi * (kx1 * x + kz1 * z) + ph1));
-            p.d_sigma(iz, ix) = sigma_scale * (0.6 + std::cos(kPi * (kx2 * x - kz2 * z) + ph2));
-        }
-    return p;
-}
-
-Model perturbed(const Model& m, const Perturbation& p, double h) {
-    Model out = m;
-    for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
-        out.eps_r.data()[i] += h * p.d_eps_r.data()[i];
-        out.sigma.data()[i] += h * p.d_sigma.data()[i];
-    }
-    return out;
-}
-
-double directional(const GradientResult& g, const Perturbation& p) {
-    double d = 0;
-    for (std::size_t i = 0; i < g.grad_eps_r.size(); ++i)
-        d += g.grad_eps_r.data()[i] * p.d_eps_r.data()[i] + g.grad_sigma.data()[i] * p.d_sigma.data()[i];
-    return d;
-}
+double directional(const GradientResult& g, const ModelDirection& p) { return test::dot(p, g.grad_eps_r, g.grad_sigma); }
 
 struct TaylorCase {
     const char* name;
@@ -92,7 +60,7 @@ TEST_P(Taylor, RemaindersFallAtFirstAndSecondOrder) {
     const TaylorCase c = GetParam();
     CpuPropagator prop(opt_);
     const GradientResult g = prop.gradient(model_, survey_, observed_);
-    const Perturbation p = make_perturbation(grid_, c.eps_scale, c.sigma_scale, 21);
+    const ModelDirection p = test::smooth_direction(grid_, c.eps_scale, c.sigma_scale, 21);
     const double j0 = g.misfit, gdm = directional(g, p);
     ASSERT_GT(j0, 0.0);
     ASSERT_NE(gdm, 0.0);

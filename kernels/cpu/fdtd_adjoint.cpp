@@ -51,9 +51,14 @@ void imaging_condition(const GridParams<T>& g, const T* lambda_ey, const Imaging
     }
 }
 
-template <typename T>
-void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
-                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
+namespace {
+
+/// Pass 1, and with `lin` (COUPLED) the second-order adjoint's pass 1, whose
+/// step also transposes the Born scattering: t = cb*lambda + dcb*lambda1,
+/// lambda <- ca*lambda + dca*lambda1.
+template <typename T, bool COUPLED>
+void e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+               const TmFields<T>& adj, const AdjointScratch<T>& s, const BornCoupling<T>* lin) {
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
@@ -67,10 +72,14 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
             T* __restrict q_z = s.q_z + shot + row;
             const T* __restrict ca = m.ca + row;
             const T* __restrict cb = m.cb + row;
+            const T* __restrict dca = COUPLED ? lin->dca + row : nullptr;
+            const T* __restrict dcb = COUPLED ? lin->dcb + row : nullptr;
+            const T* __restrict lam1 = COUPLED ? lin->lambda_ey + shot + row : nullptr;
             const bool z_pml = in_strip(z, iz);
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
                 for (int ix = ix0; ix < ix1; ++ix) {
-                    const T t = cb[ix] * lam[ix];
+                    T t = cb[ix] * lam[ix];
+                    if constexpr (COUPLED) t += dcb[ix] * lam1[ix];
                     T qx = t, qz = -t;
                     if constexpr (XP) {
                         const T mx = mu_x[ix] + t;
@@ -84,11 +93,27 @@ void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const C
                     }
                     q_x[ix] = qx;
                     q_z[ix] = qz;
-                    lam[ix] = ca[ix] * lam[ix];
+                    if constexpr (COUPLED) lam[ix] = ca[ix] * lam[ix] + dca[ix] * lam1[ix];
+                    else lam[ix] = ca[ix] * lam[ix];
                 }
             });
         }
     }
+}
+
+}  // namespace
+
+template <typename T>
+void adjoint_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                       const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
+    e_prepare<T, false>(g, m, x, z, adj, s, nullptr);
+}
+
+template <typename T>
+void second_order_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                            const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                            const BornCoupling<T>& lin) {
+    e_prepare<T, true>(g, m, x, z, adj, s, &lin);
 }
 
 template <typename T, int ORDER>
@@ -183,6 +208,14 @@ template void adjoint_e_prepare<float>(const GridParams<float>&, const MaterialV
 template void adjoint_e_prepare<double>(const GridParams<double>&, const MaterialView<double>&,
                                         const CpmlAxis<double>&, const CpmlAxis<double>&, const TmFields<double>&,
                                         const AdjointScratch<double>&);
+
+template void second_order_e_prepare<float>(const GridParams<float>&, const MaterialView<float>&,
+                                            const CpmlAxis<float>&, const CpmlAxis<float>&, const TmFields<float>&,
+                                            const AdjointScratch<float>&, const BornCoupling<float>&);
+template void second_order_e_prepare<double>(const GridParams<double>&, const MaterialView<double>&,
+                                             const CpmlAxis<double>&, const CpmlAxis<double>&,
+                                             const TmFields<double>&, const AdjointScratch<double>&,
+                                             const BornCoupling<double>&);
 
 #define GPRFWI_INSTANTIATE_IMAGING(T, S) \
     template void imaging_condition<T, S>(const GridParams<T>&, const T*, const ImagingView<T, S>&, int, int);

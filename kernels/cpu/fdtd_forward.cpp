@@ -107,6 +107,27 @@ void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T
     }
 }
 
+template <typename T>
+void born_scatter(const GridParams<T>& g, const BornScatter<T>& b) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int s = 0; s < g.n_shots; ++s) {
+        for (int iz = 0; iz < g.nz; ++iz) {
+            const std::size_t shot = s * g.shot_stride;
+            const std::size_t row = g.origin + static_cast<std::size_t>(iz) * g.stride;
+            const T* __restrict ca = b.ca + row;
+            const T* __restrict dca = b.dca + row;
+            const T* __restrict r = b.dcb_over_cb + row;
+            const T* __restrict prev = b.ey_prev + shot + row;
+            const T* __restrict next = b.ey_next + shot + row;
+            T* __restrict d = b.d_ey + shot + row;
+            for (int ix = 0; ix < g.nx; ++ix) d[ix] += dca[ix] * prev[ix] + r[ix] * (next[ix] - ca[ix] * prev[ix]);
+        }
+    }
+}
+
+template void born_scatter<float>(const GridParams<float>&, const BornScatter<float>&);
+template void born_scatter<double>(const GridParams<double>&, const BornScatter<double>&);
+
 #define GPRFWI_INSTANTIATE(T, ORDER)                                                              \
     template void update_h<T, ORDER>(const GridParams<T>&, const MaterialView<T>&,                \
                                      const CpmlAxis<T>&, const CpmlAxis<T>&, const TmFields<T>&); \

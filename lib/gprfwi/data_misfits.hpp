@@ -68,8 +68,14 @@ class BandLimitedMisfit final : public ShotMisfit {
 public:
     BandLimitedMisfit(MisfitKind kind, std::vector<std::size_t> shots, Traces observed, double cutoff_hz, double dt);
     double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const override;
+    /// l2: F F direction; relative: the same over each trace's observed
+    /// energy (0 where it is 0); the other kinds have none yet (InvalidArgument).
+    void apply_hessian(std::size_t shot, const ShotTraces& synthetic, const ShotTraces& direction,
+                       ShotTraces& out) const override;
 
 private:
+    const ShotTraces& observed(std::size_t shot, const ShotTraces& synthetic) const;
+
     MisfitKind kind_;
     std::vector<std::size_t> shots_;
     Traces observed_;  // filtered

@@ -23,6 +23,10 @@ public:
     /// J_s of shot `shot` (index into the whole survey); writes dJ_s/d(synthetic)
     /// into `adjoint` (same shape as `synthetic`).
     virtual double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const = 0;
+    /// d^2 J_s / d(synthetic)^2 at `synthetic` applied to `direction`, into
+    /// `out`; misfits without one throw InvalidArgument.
+    virtual void apply_hessian(std::size_t shot, const ShotTraces& synthetic, const ShotTraces& direction,
+                               ShotTraces& out) const;
 };
 
 class DistributedRunner {

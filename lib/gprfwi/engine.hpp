@@ -33,6 +33,25 @@ struct AdjointResult {
     std::vector<std::vector<double>> grad_wavelet_internal;
 };
 
+/// A Born run's traces: the background's and their derivative along the
+/// coefficient perturbation.
+struct BornTraces {
+    InternalTraces forward, born;
+};
+
+/// The levels a Born run keeps: none; the background's Ey (as forward(true),
+/// for adjoint()); or those and the perturbation's dEy (for
+/// second_order_adjoint()).
+enum class BornLevels { none, background, both };
+
+/// The second-order adjoint's per-node sums (views as in AdjointResult): the
+/// first-order ones, and their derivatives along the Born perturbation
+///   dg_prev = sum w * (dlambda^{n+1} Ey^n + lambda^{n+1} dEy^n)
+///   dg_next = sum w * (dlambda^{n+1} Ey^{n+1} + lambda^{n+1} dEy^{n+1}).
+struct SecondOrderResult {
+    std::span<const double> g_prev, g_next, dg_prev, dg_next;
+};
+
 /// A backend's time loops over one batch (or shot group) of shots. An engine
 /// lives as long as its propagator's workspace and serves every call: it is
 /// made once for a setup object that the workspace refills at each call, and
@@ -55,6 +74,18 @@ public:
     /// Adjoint run driven by the internal-rate adjoint source; needs a
     /// preceding forward(true).
     virtual AdjointResult adjoint(const InternalTraces& adjoint_source) = 0;
+    /// Born (tangent-linear) run from zero fields: the forward and, beside
+    /// it, its derivative along a perturbation (dca, dcb) of the update
+    /// coefficients (per padded node, shared by the shots; kernels::
+    /// BornScatter). With levels kept, the last prepare() must have had
+    /// keep_levels. Backends without it throw NotCompiled.
+    virtual BornTraces born(std::span<const double> dca, std::span<const double> dcb, BornLevels keep);
+    /// The second-order adjoint after born(..., BornLevels::both): the
+    /// adjoint driven by `source` (the misfit's gradient) and its derivative
+    /// along the Born perturbation, driven by `d_source` (the misfit's
+    /// Hessian applied to the Born traces) and coupled to the first through
+    /// the perturbation (kernels::BornCoupling).
+    virtual SecondOrderResult second_order_adjoint(const InternalTraces& source, const InternalTraces& d_source);
     /// Where the kept levels of the last forward(true) live, in words.
     virtual std::string level_storage() const = 0;
     /// How many adjoint steps the imaging condition takes at once (the
@@ -99,6 +130,9 @@ public:
     Traces forward(const Model& model, const Survey& survey) override;
     GradientResult gradient(const Model& model, const Survey& survey, const Misfit& misfit) override;
     using Propagator::gradient;
+    Traces born(const Model& model, const Survey& survey, const ModelDirection& dm) override;
+    HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit, const ModelDirection& v,
+                          HessianKind kind) override;
     MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
 
 protected:
@@ -116,6 +150,8 @@ protected:
 
 private:
     class ShotGroups;
+    /// Builds the call's batch and binds the workspace to it; returns it.
+    const PropagationSetup& begin_call(const Model& model, const Survey& survey, bool keep_levels);
     std::unique_ptr<ShotGroups> workspace_;
 };
 

@@ -118,7 +118,45 @@ struct ImagingView {
     double* illumination = nullptr;
 };
 
+/// The Born (tangent-linear) step's scattering term: the perturbation
+/// (dca, dcb) of the coefficients acting on the background field. With
+/// r = dcb/cb (0 where cb is 0, the halo), after the perturbed fields' own H
+/// and E updates (no source term):
+///   dEy^{n+1} += dca*Ey^n + r*(Ey^{n+1} - ca*Ey^n)
+/// where Ey^{n+1} - ca*Ey^n = cb*(curlH - J) includes the source term, whose
+/// weights hold cb. The per-node arrays are shared by the shots.
+template <typename T>
+struct BornScatter {
+    const T* ca;
+    const T* dca;
+    const T* dcb_over_cb;
+    const T* ey_prev;  // Ey^n, batch
+    const T* ey_next;  // Ey^{n+1}, batch
+    T* d_ey;           // dEy, batch
+};
+
+/// What the second-order adjoint's pass 1 adds to the first-order pass 1 on
+/// its fields (the transpose of the Born scattering, driven by the first-
+/// order adjoint field lambda_ey^{n+1}, read before its own pass 1):
+///   t = cb*lambda2 + dcb*lambda_ey;   lambda2 <- ca*lambda2 + dca*lambda_ey
+template <typename T>
+struct BornCoupling {
+    const T* dca;        // per node
+    const T* dcb;        // per node
+    const T* lambda_ey;  // batch
+};
+
 namespace cpu {
+
+/// BornScatter's update for every shot.
+template <typename T>
+void born_scatter(const GridParams<T>& g, const BornScatter<T>& b);
+
+/// Adjoint pass 1 of the second-order adjoint (BornCoupling).
+template <typename T>
+void second_order_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                            const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s,
+                            const BornCoupling<T>& lin);
 
 /// H^{n-1/2} -> H^{n+1/2} for every shot. Reads Ey; ~(3 + 2 psi) loads, 2 stores per cell.
 template <typename T, int ORDER>

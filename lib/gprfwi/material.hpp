@@ -50,4 +50,25 @@ GPRFWI_HD LossyCoefficientDerivatives lossy_coefficient_derivatives(double eps_r
             -cb / eps_r + dcb_df * df_deps_r, dcb_df * df_dsigma};
 }
 
+/// Second partial derivatives of ca and cb with respect to eps_r and sigma,
+/// for Hessian-vector products. With D = eps0*eps_r + sigma*dt/2:
+///   ca = 1 - sigma*dt/D,  cb = dt/D
+///   d2ca/deps_r2 = -2*sigma*dt*eps0^2/D^3   d2ca/deps_r dsigma = dt*eps0*(eps0*eps_r - sigma*dt/2)/D^3
+///   d2ca/dsigma2 = dt^2*eps0*eps_r/D^3
+///   d2cb/dp dq = 2*dt*D_p*D_q/D^3, D_eps_r = eps0, D_sigma = dt/2
+struct LossyCoefficientSecondDerivatives {
+    double ca_ee, ca_es, ca_ss;  // e: eps_r, s: sigma
+    double cb_ee, cb_es, cb_ss;
+};
+
+GPRFWI_HD LossyCoefficientSecondDerivatives lossy_coefficient_second_derivatives(double eps_r, double sigma,
+                                                                                 double dt) {
+    const double d = kEps0 * eps_r + 0.5 * sigma * dt;
+    const double d3 = d * d * d;
+    const double de = kEps0, ds = 0.5 * dt;
+    return {-2.0 * sigma * dt * kEps0 * kEps0 / d3, dt * kEps0 * (kEps0 * eps_r - 0.5 * sigma * dt) / d3,
+            dt * dt * kEps0 * eps_r / d3,           2.0 * dt * de * de / d3,
+            2.0 * dt * de * ds / d3,                2.0 * dt * ds * ds / d3};
+}
+
 }  // namespace gprfwi

@@ -146,6 +146,25 @@ struct GradientResult {
     Array2D illumination;
 };
 
+/// A model perturbation, or a direction in model space, on the model grid
+/// [nz][nx]: d eps_r (dimensionless) and d sigma (S/m).
+struct ModelDirection {
+    Array2D eps_r, sigma;
+};
+
+/// The Hessian a product applies: the misfit's full second derivative with
+/// respect to (eps_r, sigma), or its Gauss-Newton part J^T H_d J (J the
+/// traces' derivative, H_d the misfit's Hessian in data space).
+enum class HessianKind { full, gauss_newton };
+
+struct HessianResult {
+    double misfit = 0;
+    Array2D hv_eps_r;  // (H v) per model node, per unit eps_r
+    Array2D hv_sigma;  // per S/m
+    Traces synthetic;  // the traces at the model
+    Traces born;       // their derivative along v (J v)
+};
+
 /// Wall-clock seconds of the phases of the last forward or gradient call.
 struct RunTimings {
     double setup_s = 0;    // coefficients, CPML, weights, device allocation and upload
@@ -189,6 +208,19 @@ public:
 
     /// The same with J = 1/2 * sum (synthetic - observed)^2.
     GradientResult gradient(const Model& model, const Survey& survey, const Traces& observed);
+
+    /// Born (tangent-linear) modelling: the derivative of the Ey traces of
+    /// every shot along the model perturbation dm, J dm, exact for the
+    /// discrete propagator (the transpose of gradient()'s map from the data
+    /// to the model).
+    virtual Traces born(const Model& model, const Survey& survey, const ModelDirection& dm) = 0;
+
+    /// The misfit and the product of its Hessian with respect to eps_r and
+    /// sigma (full or Gauss-Newton) with the direction v: one Born run beside
+    /// the forward, then the (second-order) adjoint. Full products need every
+    /// level kept (no checkpointing).
+    virtual HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit,
+                                  const ModelDirection& v, HessianKind kind) = 0;
 
     /// Bytes a forward (gradient = false) or gradient run of this batch needs.
     virtual MemoryEstimate estimate_memory(const Model& model, const Survey& survey,

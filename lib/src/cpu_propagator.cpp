@@ -7,6 +7,12 @@
 //   lambda_ey += receiver weights * adjoint_source_internal[m];
 //   dJ/dwavelet_internal[m] = source weights . lambda_ey;
 //   pass 1 (with imaging), pass 2, pass 3 (see kernels.hpp).
+// Born, beside the forward step m: the perturbation's fields take the same H
+// and E updates without a source, then the scattering term (kernels::
+// BornScatter), and are sampled as the forward's are.
+// Second-order adjoint, step m: both adjoint fields take their sources and
+// image; the second's pass 1 reads the first's lambda_ey before the first's
+// own pass 1 (kernels::BornCoupling), then each takes passes 2 and 3.
 
 #include "gprfwi/cpu_propagator.hpp"
 
@@ -87,6 +93,10 @@ public:
         store_.reset();
         checkpoints_ = {};
         sums_ = {};
+        born_ = {};
+        second_ = {};
+        dstore_.reset();
+        prev_ = {};
     }
 
     InternalTraces forward(bool keep_levels) override {
@@ -99,6 +109,7 @@ public:
         }
         checkpoints_.clear();
         kept_ = keep_levels;
+        born_kept_ = false;
         FieldArrays<T>& f = fields_;
         f.zero(n);
         InternalTraces traces = make_internal_traces(s_);
@@ -106,7 +117,7 @@ public:
             if (keep_levels && c && m % c == 0) checkpoints_.push_back(f);  // the state at step m
             step(f, m, &traces);
             if (keep_levels && !c && !binomial)
-                if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval);
+                if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, (m + 1) / s_.snapshot_interval, scales_);
             if (check_now(m)) check_finite(f.ey, m, "Ey");
             report_progress(opt_, "forward", m + 1, s_.time.nt_internal);
         }
@@ -130,6 +141,8 @@ public:
             sum.prev.assign(cells, 0.0);
             sum.next.assign(cells, 0.0);
             sum.illumination.assign(opt_.illumination ? cells : 0, 0.0);
+            sum.dprev.clear();
+            sum.dnext.clear();
         }
         AdjointResult out{sums_[0].prev, sums_[0].next, sums_[0].illumination, {}};
         const auto fields = adj.view();
@@ -138,22 +151,12 @@ public:
         out.grad_wavelet_internal.assign(s_.shots.size(), std::vector<double>(s_.time.nt_internal, 0.0));
         // adjoint step m, imaging with kept levels m and m+1 (nullptr: not kept)
         auto adjoint_step = [&](int m, const Stored* prev, const Stored* next) {
-            for (std::size_t si = 0; si < s_.shots.size(); ++si) {
-                T* lam = adj.ey.data() + si * g_.shot_stride;
-                const ShotOperators& op = s_.shots[si];
-                // transpose of the receiver sampling, then of the source term
-                for (std::size_t r = 0; r < op.receivers.size(); ++r)
-                    for (const PointWeight& pw : op.receivers[r])
-                        lam[pw.index] += static_cast<T>(pw.weight * r_internal[si][r][m]);
-                double acc = 0;
-                for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
-                out.grad_wavelet_internal[si][m] = acc;
-            }
+            inject(adj, r_internal, m, &out.grad_wavelet_internal);
             for (int group = 0; group < groups && (prev || next); ++group) {
                 Sums& sum = sums_[static_cast<std::size_t>(group)];
                 const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
-                                                    sum.prev.data(), sum.next.data(), level_scales(prev, m),
-                                                    level_scales(next, m + 1),
+                                                    sum.prev.data(), sum.next.data(), level_scales(prev, m, scales_),
+                                                    level_scales(next, m + 1, scales_),
                                                     sum.illumination.empty() ? nullptr : sum.illumination.data()};
                 const auto first = [&](int gr) { return static_cast<int>(shot_group_begin(s_.shots.size(), groups, gr)); };
                 k::cpu::imaging_condition<T, Stored>(g_, fields.ey, img, first(group), first(group + 1));
@@ -185,9 +188,9 @@ public:
                     break;
                 case CheckpointAction::reverse: {
                     const int m = a.step;
-                    if (m > 0) keep_level(f.ey, levels.data(), m);
+                    if (m > 0) keep_level(f.ey, levels.data(), m, scales_);
                     step(f, m, nullptr);
-                    keep_level(f.ey, levels.data() + n, m + 1);
+                    keep_level(f.ey, levels.data() + n, m + 1, scales_);
                     adjoint_step(m, m > 0 ? levels.data() : nullptr, levels.data() + n);
                     cur = m + 1;
                     break;
@@ -201,24 +204,139 @@ public:
             for (int seg = static_cast<int>(checkpoints_.size()) - 1; seg >= 0; --seg) {
                 const int a = seg * c, b = std::min(s_.time.nt_internal, a + c);
                 FieldArrays<T> f = checkpoints_[seg];
-                if (a > 0) keep_level(f.ey, slot(a, a), a);
+                if (a > 0) keep_level(f.ey, slot(a, a), a, scales_);
                 for (int m = a; m < b; ++m) {
                     step(f, m, nullptr);
-                    keep_level(f.ey, slot(m + 1, a), m + 1);
+                    keep_level(f.ey, slot(m + 1, a), m + 1, scales_);
                 }
                 for (int m = b - 1; m >= a; --m) adjoint_step(m, m > 0 ? slot(m, a) : nullptr, slot(m + 1, a));
             }
         } else {
             for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
         }
-        for (std::size_t group = 1; group < sums_.size(); ++group)
-            for (auto part : {&Sums::prev, &Sums::next, &Sums::illumination}) {
-                std::vector<double>& to = sums_[0].*part;
-                const std::vector<double>& add = sums_[group].*part;
-#pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < to.size(); ++i) to[i] += add[i];
-            }
+        add_group_sums();
         return out;
+    }
+
+    BornTraces born(std::span<const double> dca, std::span<const double> dcb, BornLevels keep) override {
+        const std::size_t n = batch_size();
+        const int c = s_.checkpoint_steps;
+        const bool binomial = s_.binomial_slots > 0;
+        const bool keep_e = keep != BornLevels::none, keep_d = keep == BornLevels::both;
+        if (keep_d && (c || binomial))
+            throw InvalidArgument("second-order adjoint runs read every kept level: snapshots.checkpoint_steps and "
+                                  "snapshots.binomial_slots are not available for them");
+        if (dca.size() != ca_.size() || dcb.size() != cb_.size())
+            throw SizeMismatch(fmt::format("Born perturbation of {} and {} nodes on a padded grid of {}", dca.size(),
+                                           dcb.size(), ca_.size()));
+        if (keep_e && !c && !binomial) {
+            if (store_) store_->reset(s_.time.nt_internal, s_.snapshot_interval, n);
+            else store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        }
+        if (keep_d) {
+            if (dstore_) dstore_->reset(s_.time.nt_internal, s_.snapshot_interval, n);
+            else dstore_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
+        }
+        checkpoints_.clear();
+        kept_ = keep_e;
+        born_kept_ = keep_d;
+        // the perturbation in the arithmetic type; r = dcb/cb (0 in the halo, where cb is 0)
+        dca_.assign(dca.begin(), dca.end());
+        dcb_.assign(dcb.begin(), dcb.end());
+        dcb_over_cb_.resize(dcb.size());
+        const std::vector<double>& cb = s_.cb();
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < dcb.size(); ++i) dcb_over_cb_[i] = cb[i] != 0 ? static_cast<T>(dcb[i] / cb[i]) : T(0);
+        FieldArrays<T>& f = fields_;
+        FieldArrays<T>& d = born_;
+        f.zero(n);
+        d.zero(n);
+        prev_.resize(n);
+        BornTraces out{make_internal_traces(s_), make_internal_traces(s_)};
+        const auto x = x_->view(), z = z_->view();
+        const auto dfields = d.view();
+        for (int m = 0; m < s_.time.nt_internal; ++m) {
+            if (keep_e && c && m % c == 0) checkpoints_.push_back(f);
+            std::copy(f.ey.begin(), f.ey.end(), prev_.begin());
+            step(f, m, &out.forward);
+            k::cpu::update_h<T, ORDER>(g_, materials(), x, z, dfields);
+            k::cpu::update_e<T, ORDER>(g_, materials(), x, z, dfields);
+            k::cpu::born_scatter<T>(g_, {ca_.data(), dca_.data(), dcb_over_cb_.data(), prev_.data(), f.ey.data(),
+                                         d.ey.data()});
+            sample(d.ey, m, out.born);
+            const int j = (m + 1) / s_.snapshot_interval;
+            if (keep_e && !c && !binomial)
+                if (Stored* level = store_->level(m + 1)) keep_level(f.ey, level, j, scales_);
+            if (keep_d)
+                if (Stored* level = dstore_->level(m + 1)) keep_level(d.ey, level, j, dscales_);
+            if (check_now(m)) {
+                check_finite(f.ey, m, "Ey");
+                check_finite(d.ey, m, "the Born field dEy");
+            }
+            report_progress(opt_, "born", m + 1, s_.time.nt_internal);
+        }
+        return out;
+    }
+
+    SecondOrderResult second_order_adjoint(const InternalTraces& source, const InternalTraces& d_source) override {
+        if (!born_kept_)
+            throw Error("CpuEngine::second_order_adjoint needs a Born run that kept the background's and its own levels");
+        const std::size_t n = batch_size();
+        FieldArrays<T>& adj = adjoint_;
+        FieldArrays<T>& sec = second_;
+        adj.zero(n);
+        sec.zero(n);
+        for (std::vector<T>& a : scratch_) a.assign(n, T(0));
+        auto& [q_x, q_z, p_x, p_z] = scratch_;
+        const std::size_t cells = g_.shot_stride;
+        const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
+        sums_.resize(static_cast<std::size_t>(groups));
+        for (Sums& sum : sums_) {
+            for (auto part : {&Sums::prev, &Sums::next, &Sums::dprev, &Sums::dnext}) (sum.*part).assign(cells, 0.0);
+            sum.illumination.clear();
+        }
+        const auto fields = adj.view(), dfields = sec.view();
+        const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
+        const auto x = x_->view(), z = z_->view();
+        const k::BornCoupling<T> coupling{dca_.data(), dcb_.data(), adj.ey.data()};
+        const double w = s_.snapshot_interval;
+        for (int m = s_.time.nt_internal - 1; m >= 0; --m) {
+            inject(adj, source, m, nullptr);
+            inject(sec, d_source, m, nullptr);
+            const Stored* prev = store_->level(m);
+            const Stored* next = store_->level(m + 1);
+            const Stored* dprev = dstore_->level(m);
+            const Stored* dnext = dstore_->level(m + 1);
+            for (int group = 0; group < groups && (prev || next); ++group) {
+                Sums& sum = sums_[static_cast<std::size_t>(group)];
+                const int first = static_cast<int>(shot_group_begin(s_.shots.size(), groups, group));
+                const int last = static_cast<int>(shot_group_begin(s_.shots.size(), groups, group + 1));
+                const double* sp = level_scales(prev, m, scales_);
+                const double* sn = level_scales(next, m + 1, scales_);
+                // lambda with Ey; dlambda with Ey, then lambda with dEy, into the derivative's sums
+                k::cpu::imaging_condition<T, Stored>(
+                    g_, fields.ey, {prev, next, w, sum.prev.data(), sum.next.data(), sp, sn}, first, last);
+                k::cpu::imaging_condition<T, Stored>(
+                    g_, dfields.ey, {prev, next, w, sum.dprev.data(), sum.dnext.data(), sp, sn}, first, last);
+                k::cpu::imaging_condition<T, Stored>(g_, fields.ey,
+                                                     {dprev, dnext, w, sum.dprev.data(), sum.dnext.data(),
+                                                      level_scales(dprev, m, dscales_), level_scales(dnext, m + 1, dscales_)},
+                                                     first, last);
+            }
+            k::cpu::second_order_e_prepare<T>(g_, materials(), x, z, dfields, scratch, coupling);
+            k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, dfields, scratch);
+            k::cpu::adjoint_e_finish<T, ORDER>(g_, dfields, scratch);
+            k::cpu::adjoint_e_prepare<T>(g_, materials(), x, z, fields, scratch);
+            k::cpu::adjoint_h<T, ORDER>(g_, materials(), x, z, fields, scratch);
+            k::cpu::adjoint_e_finish<T, ORDER>(g_, fields, scratch);
+            if (check_now(m)) {
+                check_finite(adj.ey, m, "the adjoint field lambda_ey");
+                check_finite(sec.ey, m, "the second-order adjoint field");
+            }
+            report_progress(opt_, "second-order adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
+        }
+        add_group_sums();
+        return {sums_[0].prev, sums_[0].next, sums_[0].dprev, sums_[0].dnext};
     }
 
     std::string level_storage() const override { return "host memory (CPU backend)"; }
@@ -228,6 +346,48 @@ private:
 
     static void assign_converted(std::vector<T>& to, const std::vector<double>& from) {
         to.assign(from.begin(), from.end());
+    }
+
+    /// Adds step m's adjoint source (the transpose of the receiver sampling)
+    /// to the adjoint Ey of `adj`, and, when grad_wavelet is given, writes the
+    /// transpose of the source term, grad_wavelet[shot][m].
+    void inject(FieldArrays<T>& adj, const InternalTraces& source, int m,
+                std::vector<std::vector<double>>* grad_wavelet) const {
+        for (std::size_t si = 0; si < s_.shots.size(); ++si) {
+            T* lam = adj.ey.data() + si * g_.shot_stride;
+            const ShotOperators& op = s_.shots[si];
+            for (std::size_t r = 0; r < op.receivers.size(); ++r)
+                for (const PointWeight& pw : op.receivers[r]) lam[pw.index] += static_cast<T>(pw.weight * source[si][r][m]);
+            if (!grad_wavelet) continue;
+            double acc = 0;
+            for (const PointWeight& pw : op.source) acc += pw.weight * static_cast<double>(lam[pw.index]);
+            (*grad_wavelet)[si][m] = acc;
+        }
+    }
+
+    /// traces[shot][r][m] = receiver r's weights . the shot's Ey.
+    void sample(const std::vector<T>& ey, int m, InternalTraces& traces) const {
+        for (std::size_t si = 0; si < s_.shots.size(); ++si) {
+            const T* e = ey.data() + si * g_.shot_stride;
+            const ShotOperators& op = s_.shots[si];
+            for (std::size_t r = 0; r < op.receivers.size(); ++r) {
+                double acc = 0;
+                for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(e[pw.index]);
+                traces[si][r][m] = acc;
+            }
+        }
+    }
+
+    /// Adds the shot groups' sums into group 0's, in group order.
+    void add_group_sums() {
+        for (std::size_t group = 1; group < sums_.size(); ++group)
+            for (auto part : {&Sums::prev, &Sums::next, &Sums::illumination, &Sums::dprev, &Sums::dnext}) {
+                std::vector<double>& to = sums_[0].*part;
+                const std::vector<double>& add = sums_[group].*part;
+                if (add.size() != to.size()) continue;
+#pragma omp parallel for schedule(static)
+                for (std::size_t i = 0; i < to.size(); ++i) to[i] += add[i];
+            }
     }
 
     /// Forward step m: H, E, the source term, and (when traces is given) the receivers.
@@ -242,28 +402,23 @@ private:
             const ShotOperators& op = s_.shots[si];
             // Ey -= cb * J: weights already hold -cb * w * amplitude / (dx dz)
             for (const PointWeight& pw : op.source) ey[pw.index] += static_cast<T>(pw.weight * op.wavelet_internal[m]);
-            if (!traces) continue;
-            for (std::size_t r = 0; r < op.receivers.size(); ++r) {
-                double acc = 0;
-                for (const PointWeight& pw : op.receivers[r]) acc += pw.weight * static_cast<double>(ey[pw.index]);
-                (*traces)[si][r][m] = acc;
-            }
         }
+        if (traces) sample(f.ey, m, *traces);
     }
 
     /// Stores Ey as kept level j (1-based); fp8 levels get a scale per shot,
     /// max |Ey| / 448 (1 for a zero field), and hold Ey / scale.
-    void keep_level(const std::vector<T>& ey, Stored* level, int j) {
+    void keep_level(const std::vector<T>& ey, Stored* level, int j, std::vector<double>& scales) {
         const std::size_t n = batch_size();
         if constexpr (kScaledStorage<Stored>) {
-            scales_.resize(static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * g_.n_shots);
+            scales.resize(static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * g_.n_shots);
             for (int si = 0; si < g_.n_shots; ++si) {
                 const T* f = ey.data() + si * g_.shot_stride;
                 double max_abs = 0;
 #pragma omp parallel for reduction(max : max_abs)
                 for (std::size_t i = 0; i < g_.shot_stride; ++i) max_abs = std::max(max_abs, std::abs(static_cast<double>(f[i])));
                 const double inv = max_abs > 0 ? kFp8Max / max_abs : 1.0;
-                scales_[static_cast<std::size_t>(j - 1) * g_.n_shots + si] = max_abs > 0 ? max_abs / kFp8Max : 1.0;
+                scales[static_cast<std::size_t>(j - 1) * g_.n_shots + si] = max_abs > 0 ? max_abs / kFp8Max : 1.0;
                 Stored* out = level + si * g_.shot_stride;
 #pragma omp parallel for schedule(static)
                 for (std::size_t i = 0; i < g_.shot_stride; ++i)
@@ -275,10 +430,10 @@ private:
         }
     }
 
-    /// Per-shot scales of internal level L when it is kept in a scaled type.
-    const double* level_scales(const Stored* kept, int L) const {
+    /// Per-shot scales (of `scales`) of internal level L when it is kept in a scaled type.
+    const double* level_scales(const Stored* kept, int L, const std::vector<double>& scales) const {
         if (!kept || !kScaledStorage<Stored>) return nullptr;
-        return scales_.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
+        return scales.data() + static_cast<std::size_t>(L / s_.snapshot_interval - 1) * g_.n_shots;
     }
     std::size_t batch_size() const { return g_.shot_stride * g_.n_shots; }
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
@@ -300,15 +455,22 @@ private:
     std::optional<AxisArrays<T>> x_, z_;
     k::GridParams<T> g_;
     FieldArrays<T> fields_, adjoint_;          // the forward's and the adjoint's fields
+    FieldArrays<T> born_, second_;             // the Born run's and the second-order adjoint's
     std::array<std::vector<T>, 4> scratch_;    // the adjoint's q_x, q_z, p_x, p_z
     std::optional<SnapshotStore<Stored>> store_;  // every kept level, or
     std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
     bool kept_ = false;
     std::vector<double> scales_;  // [kept level][shot], fp8 only
+    // the last Born run's perturbation (r = dcb/cb), Ey^n of its step, and its kept dEy levels
+    std::vector<T> dca_, dcb_, dcb_over_cb_, prev_;
+    std::optional<SnapshotStore<Stored>> dstore_;
+    std::vector<double> dscales_;
+    bool born_kept_ = false;
     /// The last adjoint's per-node sums of a shot group; group 0's hold the
     /// batch's at the end, which AdjointResult views.
     struct Sums {
         std::vector<double> prev, next, illumination;
+        std::vector<double> dprev, dnext;  // the second-order adjoint's
     };
     std::vector<Sums> sums_;
 };

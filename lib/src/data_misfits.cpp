@@ -163,13 +163,43 @@ BandLimitedMisfit::BandLimitedMisfit(MisfitKind kind, std::vector<std::size_t> s
         for (int r = 0; r < t.n_receivers(); ++r) filter_.apply(t.receiver(r), static_cast<std::size_t>(t.nt()));
 }
 
-double BandLimitedMisfit::evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const {
+const ShotTraces& BandLimitedMisfit::observed(std::size_t shot, const ShotTraces& synthetic) const {
     const auto it = std::find(shots_.begin(), shots_.end(), shot);
     if (it == shots_.end()) throw InvalidArgument(fmt::format("misfit: no observed data for shot {}", shot));
     const ShotTraces& o = observed_[static_cast<std::size_t>(it - shots_.begin())];
     if (o.n_receivers() != synthetic.n_receivers() || o.nt() != synthetic.nt())
         throw SizeMismatch(fmt::format("observed shot {} is [{}][{}], synthetic [{}][{}]", shot, o.n_receivers(), o.nt(),
                                        synthetic.n_receivers(), synthetic.nt()));
+    return o;
+}
+
+void BandLimitedMisfit::apply_hessian(std::size_t shot, const ShotTraces& synthetic, const ShotTraces& direction,
+                                      ShotTraces& out) const {
+    const ShotTraces& o = observed(shot, synthetic);
+    if (kind_ != MisfitKind::l2 && kind_ != MisfitKind::relative)
+        throw InvalidArgument(fmt::format("the {} misfit has no Hessian yet: Hessian-vector products and Newton-type "
+                                          "methods need misfit l2 or relative", to_string(kind_)));
+    if (direction.n_receivers() != synthetic.n_receivers() || direction.nt() != synthetic.nt())
+        throw SizeMismatch(fmt::format("Hessian direction of shot {} is [{}][{}], synthetic [{}][{}]", shot,
+                                       direction.n_receivers(), direction.nt(), synthetic.n_receivers(), synthetic.nt()));
+    out = direction;
+    const std::size_t nt = static_cast<std::size_t>(synthetic.nt());
+    for (int r = 0; r < out.n_receivers(); ++r) {
+        double* t = out.receiver(r);
+        double scale = 1;
+        if (kind_ == MisfitKind::relative) {
+            double oo = 0;
+            for (std::size_t i = 0; i < nt; ++i) oo += o.receiver(r)[i] * o.receiver(r)[i];
+            scale = oo > 0 ? 1 / oo : 0;
+        }
+        filter_.apply(t, nt);
+        for (std::size_t i = 0; i < nt; ++i) t[i] *= scale;
+        filter_.apply(t, nt);  // F^T = F
+    }
+}
+
+double BandLimitedMisfit::evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const {
+    const ShotTraces& o = observed(shot, synthetic);
     adjoint = ShotTraces(synthetic.n_receivers(), synthetic.nt());
     const std::size_t nt = static_cast<std::size_t>(synthetic.nt());
     std::vector<double> s(nt);

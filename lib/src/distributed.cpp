@@ -25,6 +25,10 @@ public:
         for (std::size_t i = 0; i < synthetic.size(); ++i) j += m_.evaluate(shots_[i], synthetic[i], adjoint[i]);
         return j;
     }
+    void apply_hessian(const Traces& synthetic, const Traces& direction, Traces& out) const override {
+        out.resize(synthetic.size());
+        for (std::size_t i = 0; i < synthetic.size(); ++i) m_.apply_hessian(shots_[i], synthetic[i], direction.at(i), out[i]);
+    }
 
 private:
     const ShotMisfit& m_;
@@ -43,6 +47,10 @@ void add_timings(RunTimings& into, const RunTimings& t) {
 }
 
 }  // namespace
+
+void ShotMisfit::apply_hessian(std::size_t, const ShotTraces&, const ShotTraces&, ShotTraces&) const {
+    throw InvalidArgument("this misfit has no Hessian: Hessian-vector products need one (l2 and relative have)");
+}
 
 DistributedRunner::DistributedRunner(const Survey& survey, const PropagatorOptions& options, int shots_per_batch)
     : survey_(survey),

@@ -5,6 +5,12 @@
 //             dJ/dca = g_prev, dJ/dcb = (g_next - ca g_prev)/cb at every padded
 //             node; chain rule to (eps_r, sigma); fold onto the model;
 //             dJ/dwavelet = U^T dJ/dw_internal.
+//   born:     (dca, dcb) = the model perturbation through ca, cb, extended
+//             into the CPML; traces' derivative = D (engine Born run).
+//   hessian:  Born run keeping levels; r = misfit gradient, dr = misfit
+//             Hessian (Born traces); Gauss-Newton: the gradient's chain rule
+//             on the adjoint driven by dr; full: the derivative of the
+//             gradient's chain rule along v from the second-order adjoint.
 
 #include "gprfwi/engine.hpp"
 
@@ -12,7 +18,10 @@
 #include <exception>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "gprfwi/checkpoint_schedule.hpp"
+#include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
 
 namespace gprfwi {
@@ -50,6 +59,57 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// ca, cb as the engine used them (rounded to the arithmetic type).
 double as_used(double v, Precision p) { return p == Precision::single ? static_cast<double>(static_cast<float>(v)) : v; }
+
+/// Calls term(i, mz, mx) for every padded node i, which returns its terms
+/// {d/d eps_r, d/d sigma} of the model node (mz, mx) it extends, and adds
+/// them onto that node, in fold_to_model's order.
+template <typename Term>
+void fold_terms(const PropagationSetup& s, Array2D& eps_r, Array2D& sigma, Term&& term) {
+    const Grid& model = s.grid.model;
+    eps_r = Array2D(model.nz, model.nx, 0.0);
+    sigma = Array2D(model.nz, model.nx, 0.0);
+#pragma omp parallel for schedule(static)
+    for (int mz = 0; mz < model.nz; ++mz) {
+        const auto [first, last] = s.padded_rows(mz);
+        for (int iz = first; iz <= last; ++iz)
+            for (int ix = 0; ix < s.grid.nx; ++ix) {
+                const int mx = s.model_col(ix);
+                const auto [e, g] = term(s.grid.index(iz, ix), mz, mx);
+                eps_r(mz, mx) += e;
+                sigma(mz, mx) += g;
+            }
+    }
+}
+
+/// The perturbation of ca and cb at every padded node (halo 0) by dm,
+/// extended into the CPML as the model is.
+struct CoefficientPerturbation {
+    std::vector<double> dca, dcb;
+};
+
+CoefficientPerturbation perturb_coefficients(const PropagationSetup& s, const Model& model, const ModelDirection& dm) {
+    if (dm.eps_r.nz() != model.grid.nz || dm.eps_r.nx() != model.grid.nx || dm.sigma.nz() != model.grid.nz ||
+        dm.sigma.nx() != model.grid.nx)
+        throw SizeMismatch(fmt::format("model perturbation of [{}][{}] (eps_r) and [{}][{}] (sigma) on a model of "
+                                       "[{}][{}] nodes",
+                                       dm.eps_r.nz(), dm.eps_r.nx(), dm.sigma.nz(), dm.sigma.nx(), model.grid.nz,
+                                       model.grid.nx));
+    CoefficientPerturbation p{std::vector<double>(s.grid.storage_size(), 0.0),
+                              std::vector<double>(s.grid.storage_size(), 0.0)};
+#pragma omp parallel for schedule(static)
+    for (int iz = 0; iz < s.grid.nz; ++iz) {
+        const int mz = s.model_row(iz);
+        for (int ix = 0; ix < s.grid.nx; ++ix) {
+            const int mx = s.model_col(ix);
+            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
+            const double de = dm.eps_r(mz, mx), ds = dm.sigma(mz, mx);
+            const std::size_t i = s.grid.index(iz, ix);
+            p.dca[i] = d.dca_deps_r * de + d.dca_dsigma * ds;
+            p.dcb[i] = d.dcb_deps_r * de + d.dcb_dsigma * ds;
+        }
+    }
+    return p;
+}
 
 /// Runs fn(group) for every group: where `concurrent`, at once, groups 1..
 /// on host threads of their own and group 0 on this one, else in turn.
@@ -206,17 +266,31 @@ std::size_t shot_group_begin(std::size_t shots, int groups, int group) {
     return shots * static_cast<std::size_t>(group) / static_cast<std::size_t>(groups);
 }
 
-Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
+BornTraces Engine::born(std::span<const double>, std::span<const double>, BornLevels) {
+    throw NotCompiled("this backend has no Born (tangent-linear) runs: use backend cpu for Born modelling and "
+                      "Hessian-vector products");
+}
+
+SecondOrderResult Engine::second_order_adjoint(const InternalTraces&, const InternalTraces&) {
+    throw NotCompiled("this backend has no second-order adjoint: use backend cpu for Hessian-vector products");
+}
+
+const PropagationSetup& EnginePropagator::begin_call(const Model& model, const Survey& survey, bool keep_levels) {
     timings_ = {};
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
     PropagationSetup built = PropagationSetup::build(model, survey, options_, groups.take_coefficients());
     timings_.build_s = seconds_since(t0);
-    groups.bind(std::move(built), false);
-    const PropagationSetup& s = groups.batch();
+    groups.bind(std::move(built), keep_levels);
     timings_.setup_s = seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
+    return groups.batch();
+}
+
+Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
+    const PropagationSetup& s = begin_call(model, survey, false);
+    ShotGroups& groups = *workspace_;
+    auto t0 = std::chrono::steady_clock::now();
     std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
     groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
     const InternalTraces internal = groups.join(std::move(parts));
@@ -230,16 +304,9 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
 }
 
 GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
-    timings_ = {};
-    auto t0 = std::chrono::steady_clock::now();
-    if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
+    const PropagationSetup& s = begin_call(model, survey, true);
     ShotGroups& groups = *workspace_;
-    PropagationSetup built = PropagationSetup::build(model, survey, options_, groups.take_coefficients());
-    timings_.build_s = seconds_since(t0);
-    groups.bind(std::move(built), true);
-    const PropagationSetup& s = groups.batch();
-    timings_.setup_s = seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
     groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
     const InternalTraces internal = groups.join(std::move(parts));
@@ -271,23 +338,13 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded
     // node, folded onto the model node it extends (fold_to_model's order)
     const std::size_t nodes = a[0].g_prev.size();
-    out.grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
-    out.grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
-#pragma omp parallel for schedule(static)
-    for (int mz = 0; mz < model.grid.nz; ++mz) {
-        const auto [first, last] = s.padded_rows(mz);
-        for (int iz = first; iz <= last; ++iz)
-            for (int ix = 0; ix < s.grid.nx; ++ix) {
-                const int mx = s.model_col(ix);
-                const std::size_t i = s.grid.index(iz, ix);
-                const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
-                const double grad_ca = summed(&AdjointResult::g_prev, i);
-                const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
-                const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
-                out.grad_eps_r(mz, mx) += grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r;
-                out.grad_sigma(mz, mx) += grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma;
-            }
-    }
+    fold_terms(s, out.grad_eps_r, out.grad_sigma, [&](std::size_t i, int mz, int mx) {
+        const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
+        const double grad_ca = summed(&AdjointResult::g_prev, i);
+        const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
+        const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
+        return std::pair{grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r, grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma};
+    });
     if (!a[0].illumination.empty()) {
         if (a.size() == 1) {
             out.illumination = fold_to_model(s, a[0].illumination);
@@ -305,6 +362,112 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
             s.upsample.apply_transpose(a[static_cast<std::size_t>(g)].grad_wavelet_internal[si - groups.begin(g)].data(),
                                        out.grad_wavelet[si].data());
         }
+    timings_.other_s += seconds_since(t0);
+    return out;
+}
+
+Traces EnginePropagator::born(const Model& model, const Survey& survey, const ModelDirection& dm) {
+    const PropagationSetup& s = begin_call(model, survey, false);
+    ShotGroups& groups = *workspace_;
+    auto t0 = std::chrono::steady_clock::now();
+    const CoefficientPerturbation p = perturb_coefficients(s, model, dm);
+    timings_.setup_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.born(p.dca, p.dcb, BornLevels::none).born; });
+    const InternalTraces internal = groups.join(std::move(parts));
+    timings_.forward_s = seconds_since(t0);
+    timings_.shot_groups = groups.groups();
+    t0 = std::chrono::steady_clock::now();
+    Traces out = to_user(s, internal, survey.nt);
+    timings_.other_s = seconds_since(t0);
+    return out;
+}
+
+HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey, const Misfit& misfit,
+                                        const ModelDirection& v, HessianKind kind) {
+    const PropagationSetup& s = begin_call(model, survey, true);
+    ShotGroups& groups = *workspace_;
+    auto t0 = std::chrono::steady_clock::now();
+    const CoefficientPerturbation p = perturb_coefficients(s, model, v);
+    timings_.setup_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const bool full = kind == HessianKind::full;
+    std::vector<BornTraces> parts(static_cast<std::size_t>(groups.size()));
+    groups.each([&](int g, Engine& e) {
+        parts[static_cast<std::size_t>(g)] = e.born(p.dca, p.dcb, full ? BornLevels::both : BornLevels::background);
+    });
+    std::vector<InternalTraces> forward_parts, born_parts;
+    for (BornTraces& b : parts) {
+        forward_parts.push_back(std::move(b.forward));
+        born_parts.push_back(std::move(b.born));
+    }
+    timings_.forward_s = seconds_since(t0);
+    timings_.shot_groups = groups.groups();
+    timings_.level_storage = groups.level_storage();
+    t0 = std::chrono::steady_clock::now();
+    HessianResult out;
+    out.synthetic = to_user(s, groups.join(std::move(forward_parts)), survey.nt);
+    out.born = to_user(s, groups.join(std::move(born_parts)), survey.nt);
+    Traces source = make_traces(survey), d_source = make_traces(survey);
+    out.misfit = misfit.evaluate(out.synthetic, source);
+    misfit.apply_hessian(out.synthetic, out.born, d_source);
+    check_traces_match(source, survey, "adjoint source");
+    check_traces_match(d_source, survey, "second-order adjoint source");
+    const InternalTraces r = to_internal_adjoint(s, source), dr = to_internal_adjoint(s, d_source);
+    timings_.other_s = seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const double dt = s.time.dt_internal;
+    if (!full) {
+        // J^T H_d J v: the gradient's chain rule on the adjoint driven by dr
+        std::vector<AdjointResult> a(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) { a[static_cast<std::size_t>(g)] = e.adjoint(groups.slice(dr, g)); });
+        timings_.adjoint_s = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        auto summed = [&](std::span<const double> AdjointResult::* sum, std::size_t i) {
+            double x = (a[0].*sum)[i];
+            for (std::size_t g = 1; g < a.size(); ++g) x += (a[g].*sum)[i];
+            return x;
+        };
+        fold_terms(s, out.hv_eps_r, out.hv_sigma, [&](std::size_t i, int mz, int mx) {
+            const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
+            const double h_ca = summed(&AdjointResult::g_prev, i);
+            const double h_cb = (summed(&AdjointResult::g_next, i) - ca * h_ca) / cb;
+            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), dt);
+            return std::pair{h_ca * d.dca_deps_r + h_cb * d.dcb_deps_r, h_ca * d.dca_dsigma + h_cb * d.dcb_dsigma};
+        });
+    } else {
+        std::vector<SecondOrderResult> a(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) {
+            a[static_cast<std::size_t>(g)] = e.second_order_adjoint(groups.slice(r, g), groups.slice(dr, g));
+        });
+        timings_.adjoint_s = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        auto summed = [&](std::span<const double> SecondOrderResult::* sum, std::size_t i) {
+            double x = (a[0].*sum)[i];
+            for (std::size_t g = 1; g < a.size(); ++g) x += (a[g].*sum)[i];
+            return x;
+        };
+        // the gradient's chain rule (as in gradient()) differentiated along v:
+        //   G_ca = g_prev, G_cb = (g_next - ca G_ca)/cb
+        //   dG_ca = dg_prev, dG_cb = (dg_next - ca dG_ca - dca G_ca)/cb - G_cb dcb/cb
+        //   Hv = dG . dc/dm + G . (d2c/dm2 v)
+        fold_terms(s, out.hv_eps_r, out.hv_sigma, [&](std::size_t i, int mz, int mx) {
+            const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
+            const double g_ca = summed(&SecondOrderResult::g_prev, i);
+            const double g_cb = (summed(&SecondOrderResult::g_next, i) - ca * g_ca) / cb;
+            const double dg_ca = summed(&SecondOrderResult::dg_prev, i);
+            const double dg_cb = (summed(&SecondOrderResult::dg_next, i) - ca * dg_ca - p.dca[i] * g_ca) / cb - g_cb * p.dcb[i] / cb;
+            const double e = model.eps_r(mz, mx), sg = model.sigma(mz, mx);
+            const auto d = lossy_coefficient_derivatives(e, sg, dt);
+            const auto d2 = lossy_coefficient_second_derivatives(e, sg, dt);
+            const double ve = v.eps_r(mz, mx), vs = v.sigma(mz, mx);
+            return std::pair{dg_ca * d.dca_deps_r + dg_cb * d.dcb_deps_r + g_ca * (d2.ca_ee * ve + d2.ca_es * vs) +
+                                 g_cb * (d2.cb_ee * ve + d2.cb_es * vs),
+                             dg_ca * d.dca_dsigma + dg_cb * d.dcb_dsigma + g_ca * (d2.ca_es * ve + d2.ca_ss * vs) +
+                                 g_cb * (d2.cb_es * ve + d2.cb_ss * vs)};
+        });
+    }
     timings_.other_s += seconds_since(t0);
     return out;
 }

@@ -153,6 +153,20 @@ double L2Misfit::evaluate(const Traces& synthetic, Traces& adjoint_source) const
     return j;
 }
 
+void Misfit::apply_hessian(const Traces&, const Traces&, Traces&) const {
+    throw InvalidArgument("this misfit has no Hessian: Hessian-vector products need one (the l2 misfit has)");
+}
+
+void L2Misfit::apply_hessian(const Traces& synthetic, const Traces& direction, Traces& out) const {
+    if (direction.size() != synthetic.size()) throw SizeMismatch("L2Misfit::apply_hessian: direction and synthetic differ in shots");
+    out = direction;
+}
+
+void LinearFunctional::apply_hessian(const Traces& synthetic, const Traces&, Traces& out) const {
+    out = synthetic;
+    for (ShotTraces& t : out) std::fill(t.samples().begin(), t.samples().end(), 0.0);
+}
+
 double LinearFunctional::evaluate(const Traces& synthetic, Traces& adjoint_source) const {
     double j = 0;
     adjoint_source = weights_;
