@@ -2,7 +2,9 @@
 // from a warm process (and of their time loops), next to the memory bandwidth
 // of this machine measured in the same run, so the result reads as a fraction
 // of the machine's limit; or (--mode inversion) seconds per iteration and the
-// inversion efficiency of a real campaign.
+// inversion efficiency of a real campaign; or (--mode born | hessian) whole
+// Born calls or Hessian-vector products beside gradient calls of the same
+// batch, as the ratio of their times and of their peak device memory.
 
 #include <stdlib.h>  // mkdtemp
 
@@ -43,6 +45,7 @@ struct BenchArgs {
     int check_every = PropagatorOptions{}.blowup_check_interval;
     int shot_groups = 0;
     int iterations = 5;
+    bool gauss_newton = false;
 };
 
 double now_s() {
@@ -335,10 +338,90 @@ void run_inversion(const BenchArgs& a) {
                objective.loop_seconds / wall, cells * a.shots * a.nt * objective.evaluations / wall);
 }
 
+/// Born calls or Hessian-vector products (full, or Gauss-Newton with
+/// --gauss-newton) and gradient calls of the same batch and options, each
+/// from a warm propagator of its own: the medians of the warm calls, their
+/// ratio, and the peak device memory of each.
+void run_second_order(const BenchArgs& a) {
+    const PropagatorOptions opt = bench_options(a);
+    const Grid grid{a.nx, a.nz, 0.01, 0.01};
+    const Model model = Model::uniform(grid, 9.0, 0.005);
+    const Survey survey = bench_survey(a, grid, 9.0);
+    const Traces observed = make_traces(survey);
+    const L2Misfit misfit(observed);
+    const ModelDirection v{Array2D(grid.nz, grid.nx, 0.5), Array2D(grid.nz, grid.nx, 1e-3)};
+    const bool born = a.mode == "born";
+    const HessianKind kind = a.gauss_newton ? HessianKind::gauss_newton : HessianKind::full;
+    struct Timed {
+        double call = 0, loops = 0, first = 0;
+        std::size_t peak = 0;
+        std::string name;
+    };
+    auto time = [&](auto&& once) {
+        auto prop = make_propagator(opt);
+        Timed t;
+        t.name = prop->name();
+        const double first0 = now_s();
+        once(*prop);
+        t.first = now_s() - first0;
+        std::vector<double> calls, loops;
+        for (int r = 0; r < a.repeats; ++r) {
+            const double t0 = now_s();
+            once(*prop);
+            calls.push_back(now_s() - t0);
+            loops.push_back(prop->last_timings().forward_s + prop->last_timings().adjoint_s);
+        }
+        t.call = median(calls);
+        t.loops = median(loops);
+        t.peak = prop->peak_device_bytes();
+        return t;
+    };
+    // products at one model (an inner conjugate-gradient loop: the background from the first one's levels
+    // where they are exact), and at a new model each (the background stepped every time)
+    const Timed second = time([&](Propagator& p) {
+        if (born) p.born(model, survey, v);
+        else p.hessian(model, survey, misfit, v, kind);
+    });
+    const Model other = Model::uniform(grid, 9.0, 0.006);
+    int calls = 0;
+    const Timed fresh = time([&](Propagator& p) {
+        if (!born) p.hessian(++calls % 2 ? model : other, survey, misfit, v, kind);
+    });
+    const Timed gradient = time([&](Propagator& p) { p.gradient(model, survey, misfit); });
+    const std::string what = born ? "Born" : kind == HessianKind::full ? "full Hessian-vector product" : "Gauss-Newton Hessian-vector product";
+    const double cells = static_cast<double>(a.nx + 2 * a.pml) * (a.nz + 2 * a.pml);
+    const double work = cells * a.shots * a.nt;
+    fmt::print("gprfwi bench: {} against gradient on {}, {} precision, stencil {}, snapshots {} in {}\n", what,
+               second.name, a.precision, a.stencil, a.compression, a.storage);
+    fmt::print("  grid {} x {} + CPML {} = {:.0f} cells, {} shot(s), {} steps; median of {} warm calls each\n", a.nx,
+               a.nz, a.pml, cells, a.shots, a.nt, a.repeats);
+    fmt::print("  {}: {:.3f} s a call ({:.4g} cell-steps/s; time loops {:.3f} s; first call {:.3f} s); peak device "
+               "memory {:.3g} GiB\n",
+               what, second.call, work / second.call, second.loops, second.first, second.peak / 1073741824.0);
+    if (!born)
+        fmt::print("  the same at a new model each call (the background stepped): {:.3f} s a call ({:.3f} x the "
+                   "gradient's)\n",
+                   fresh.call, fresh.call / gradient.call);
+    fmt::print("  gradient: {:.3f} s a call ({:.4g} cell-steps/s; time loops {:.3f} s); peak device memory {:.3g} GiB\n",
+               gradient.call, work / gradient.call, gradient.loops, gradient.peak / 1073741824.0);
+    fmt::print("  ratio: {:.3f} x the gradient's time, {:.3f} x its peak device memory\n", second.call / gradient.call,
+               gradient.peak ? static_cast<double>(second.peak) / gradient.peak : 0.0);
+    fmt::print("{{\"mode\":\"{}\",\"hessian\":\"{}\",\"backend\":\"{}\",\"precision\":\"{}\",\"nx\":{},\"nz\":{},"
+               "\"shots\":{},\"nt\":{},\"call_seconds\":{:.6g},\"loop_seconds\":{:.6g},\"gradient_call_seconds\":{:.6g},"
+               "\"time_ratio\":{:.4f},\"new_model_call_seconds\":{:.6g},\"peak_device_bytes\":{},"
+               "\"gradient_peak_device_bytes\":{}}}\n",
+               a.mode, born ? "none" : kind == HessianKind::full ? "full" : "gauss-newton", second.name, a.precision, a.nx,
+               a.nz, a.shots, a.nt, second.call, second.loops, gradient.call, second.call / gradient.call,
+               born ? 0.0 : fresh.call, second.peak,
+               gradient.peak);
+}
+
 void run_bench(const BenchArgs& a) {
     if (a.mode == "inversion") return run_inversion(a);
+    if (a.mode == "born" || a.mode == "hessian") return run_second_order(a);
     if (a.mode != "gradient" && a.mode != "forward")
-        throw InvalidArgument(fmt::format("--mode must be 'forward', 'gradient' or 'inversion', got '{}'", a.mode));
+        throw InvalidArgument(fmt::format(
+            "--mode must be 'forward', 'gradient', 'born', 'hessian' or 'inversion', got '{}'", a.mode));
     run_calls(a);
 }
 
@@ -348,8 +431,11 @@ void add_bench_command(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand("bench", "Measure cell-steps per second against memory bandwidth");
     cmd->add_option("--backend", a->backend, "auto | cpu | cuda")->capture_default_str();
-    cmd->add_option("--mode", a->mode, "forward | gradient | inversion (an invert campaign on the bench's batch)")
+    cmd->add_option("--mode", a->mode,
+                    "forward | gradient | born | hessian (beside gradient calls) | inversion (an invert campaign on "
+                    "the bench's batch)")
         ->capture_default_str();
+    cmd->add_flag("--gauss-newton", a->gauss_newton, "--mode hessian: Gauss-Newton products instead of full ones");
     cmd->add_option("--iterations", a->iterations, "Iterations of --mode inversion")->capture_default_str();
     cmd->add_option("--precision", a->precision, "single | double")->capture_default_str();
     cmd->add_option("--compression", a->compression, "Snapshot storage type: none | bf16 | fp8")->capture_default_str();

@@ -13,5 +13,7 @@ void add_info_command(CLI::App& app);
 void add_invert_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_tomography_command(CLI::App& app);
+void add_born_command(CLI::App& app);
+void add_hessian_command(CLI::App& app);
 
 }  // namespace gprfwi::app

@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
     gprfwi::app::add_invert_command(app);
     gprfwi::app::add_convert_command(app);
     gprfwi::app::add_tomography_command(app);
+    gprfwi::app::add_born_command(app);
+    gprfwi::app::add_hessian_command(app);
     try {
         app.parse(argc, argv);
         gprfwi::app::summarize_other_ranks_warnings();

@@ -560,6 +560,82 @@ std::string blowup_message(int shots, int bad, int shot_groups) {
     return "";
 }
 
+// Born runs and Gauss-Newton products on the GPU: the background's steps,
+// the perturbation's steps without a source, the scattering term and the
+// adjoint are the CPU's operations in the CPU's order, so Born traces and
+// products are bitwise equal, for every storage of the levels, shot groups,
+// and calls that alternate with gradients on the same workspace. Full
+// products are the CPU's alone for now: the GPU refuses them.
+TEST(CudaBackend, BornAndGaussNewtonProductsMatchTheCpuBitwise) {
+    GPRFWI_SKIP_WITHOUT_GPU();
+    struct Case {
+        const char* name;
+        Precision precision;
+        int order;
+        SnapshotCompression compression;
+        SnapshotStorage storage;
+        int checkpoint_steps, binomial_slots, groups;
+        double dt_over_limit;
+    };
+    const auto kDevice = SnapshotStorage::device, kHost = SnapshotStorage::host;
+    const Case cases[] = {{"float", kSingle, 4, kNone, kDevice, 0, 0, 0, 0.9},
+                          {"double, stencil 8, sub-steps", kDouble, 8, kNone, kDevice, 0, 0, 1, 2.3},
+                          {"bf16 split planes, stencil 2", kSingle, 2, kBf16, kDevice, 0, 0, 2, 0.9},
+                          {"fp8, stencil 6", kSingle, 6, SnapshotCompression::fp8, kDevice, 0, 0, 3, 0.9},
+                          {"host storage", kSingle, 4, kNone, kHost, 0, 0, 1, 0.9},
+                          {"checkpoints of 7 steps", kSingle, 4, kNone, kDevice, 7, 0, 2, 0.9},
+                          {"binomial, 3 slots", kDouble, 4, kNone, kDevice, 0, 3, 1, 0.9}};
+    const Grid g{70, 55, 0.02, 0.025};
+    const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
+    const ModelDirection v = test::smooth_direction(g, 0.5, 0.004, 5);
+    for (const Case& c : cases) {
+        const double dt = c.dt_over_limit * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), c.order);
+        const Survey survey = test::random_survey(g, 5, 2, 4, 160, 3e8, dt, 23);
+        PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage, c.checkpoint_steps,
+                                              c.binomial_slots);
+        opt.shot_groups = c.groups;
+        opt.cpml.reference_velocity = 1.2e8;
+        CpuPropagator cpu(opt);
+        const Traces observed = cpu.forward(truth, survey);
+        const L2Misfit misfit(observed);
+        opt.backend = BackendKind::cuda;
+        auto gpu = make_propagator(opt);
+        for (int round = 0; round < 2; ++round) {  // the second on a workspace that a gradient used in between
+            const std::string what = std::string(c.name) + (round ? ", after a gradient" : "");
+            const Traces bc = cpu.born(model, survey, v), bg = gpu->born(model, survey, v);
+            const HessianResult hc = cpu.hessian(model, survey, misfit, v, HessianKind::gauss_newton);
+            const HessianResult hg = gpu->hessian(model, survey, misfit, v, HessianKind::gauss_newton);
+            std::printf("Born and Gauss-Newton, %s: Born %.2e, synthetic %.2e, Hv eps_r %.2e, sigma %.2e\n", what.c_str(),
+                        max_relative(flatten(bg), flatten(bc)), max_relative(flatten(hg.synthetic), flatten(hc.synthetic)),
+                        max_relative(hg.hv_eps_r.values(), hc.hv_eps_r.values()),
+                        max_relative(hg.hv_sigma.values(), hc.hv_sigma.values()));
+            ASSERT_GT(test::norm(bc), 0.0);
+            EXPECT_EQ(flatten(bg), flatten(bc)) << what;
+            EXPECT_EQ(flatten(hg.born), flatten(bc)) << what;
+            EXPECT_EQ(flatten(hg.synthetic), flatten(hc.synthetic)) << what;
+            EXPECT_EQ(hg.misfit, hc.misfit) << what;
+            EXPECT_EQ(hg.hv_eps_r.values(), hc.hv_eps_r.values()) << what;
+            EXPECT_EQ(hg.hv_sigma.values(), hc.hv_sigma.values()) << what;
+            // a second product at the model: from the kept background where the levels are it
+            const ModelDirection w = test::smooth_direction(g, 0.3, 0.006, 9);
+            const HessianResult h2c = cpu.hessian(model, survey, misfit, w, HessianKind::gauss_newton);
+            const HessianResult h2g = gpu->hessian(model, survey, misfit, w, HessianKind::gauss_newton);
+            const bool exact = c.compression == kNone && c.storage == kDevice && !c.checkpoint_steps && !c.binomial_slots;
+            EXPECT_EQ(gpu->last_timings().background_kept, exact) << what;
+            EXPECT_EQ(cpu.last_timings().background_kept, c.compression == kNone && !c.checkpoint_steps && !c.binomial_slots)
+                << what;
+            EXPECT_EQ(flatten(h2g.born), flatten(h2c.born)) << what << ", second product";
+            EXPECT_EQ(h2g.hv_eps_r.values(), h2c.hv_eps_r.values()) << what << ", second product";
+            EXPECT_EQ(h2g.hv_sigma.values(), h2c.hv_sigma.values()) << what << ", second product";
+            const GradientResult gg = gpu->gradient(model, survey, observed), gc = cpu.gradient(model, survey, observed);
+            EXPECT_EQ(gg.grad_eps_r.values(), gc.grad_eps_r.values()) << what << ": a gradient after Born runs";
+        }
+        if (c.checkpoint_steps == 0 && c.binomial_slots == 0) {
+            EXPECT_THROW(gpu->hessian(model, survey, misfit, v, HessianKind::full), NotCompiled) << c.name;
+        }
+    }
+}
+
 // Shot groups: on the GPU each group of a batch is an engine of its own, the
 // groups' time loops run at once (a host thread and a stream each) and their
 // sums are added in group order; the CPU runs the batch as one engine with a

@@ -248,6 +248,44 @@ TEST(SecondOrderRuns, SinglePrecisionAgreesWithDouble) {
     }
 }
 
+// An inner conjugate-gradient loop: products at one model read the
+// background from the levels the first product kept; the same values as a
+// propagator that steps it anew, and a new model, survey or any other call
+// steps it again.
+TEST(SecondOrderRuns, ProductsAtOneModelReuseTheBackground) {
+    const Grid g{36, 30, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 5), other = test::heterogeneous_model(g, 6);
+    const Survey survey = test::random_survey(g, 3, 1, 4, 100, 4.0e8, 0.9 * test::cfl_limit(g, 2.0, 4), 3);
+    PropagatorOptions opt = test::double_options(4, 6);
+    opt.cpml.reference_velocity = 1.0e8;
+    const Traces observed = CpuPropagator(opt).forward(other, survey);
+    const L2Misfit misfit(observed);
+    const ModelDirection u = test::smooth_direction(g, 0.3, 0.003, 7), v = test::smooth_direction(g, 0.2, 0.005, 8);
+    for (const HessianKind kind : {HessianKind::full, HessianKind::gauss_newton}) {
+        CpuPropagator p(opt);
+        p.hessian(model, survey, misfit, u, kind);
+        EXPECT_FALSE(p.last_timings().background_kept);
+        const HessianResult kept = p.hessian(model, survey, misfit, v, kind);
+        EXPECT_TRUE(p.last_timings().background_kept);
+        const HessianResult fresh = CpuPropagator(opt).hessian(model, survey, misfit, v, kind);
+        EXPECT_EQ(kept.hv_eps_r.values(), fresh.hv_eps_r.values());
+        EXPECT_EQ(kept.hv_sigma.values(), fresh.hv_sigma.values());
+        EXPECT_EQ(test::relative_difference(kept.born, fresh.born), 0.0);
+        EXPECT_EQ(kept.misfit, fresh.misfit);
+        p.hessian(other, survey, misfit, v, kind);
+        EXPECT_FALSE(p.last_timings().background_kept) << "another model";
+        p.forward(model, survey);
+        p.hessian(other, survey, misfit, v, kind);
+        EXPECT_FALSE(p.last_timings().background_kept) << "a forward call in between";
+    }
+    opt.precision = Precision::single;
+    opt.snapshots.compression = SnapshotCompression::bf16;
+    CpuPropagator approx(opt);
+    approx.hessian(model, survey, misfit, u, HessianKind::gauss_newton);
+    approx.hessian(model, survey, misfit, v, HessianKind::gauss_newton);
+    EXPECT_FALSE(approx.last_timings().background_kept) << "bf16 levels are not the background";
+}
+
 TEST(SecondOrderRuns, FullProductsRefuseCheckpointing) {
     const Grid g{30, 24, 0.04, 0.05};
     const Model model = test::heterogeneous_model(g, 5);

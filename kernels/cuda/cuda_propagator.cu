@@ -591,6 +591,10 @@ public:
         ring_.release();
         pinned_.release();
         for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
+        for (auto* f : {&born_[0], &born_[1]}) f->release();
+        for (auto* a : {&dca_, &dcb_over_cb_}) a->release();
+        born_traces_.release();
+        born_traces_host_.release();
         coefs_pageable_ = {};
         coefs_pinned_.release();
         levels_ready_ = false;
@@ -632,26 +636,91 @@ public:
         }
         // the last step's receiver samples (each step takes the previous one's)
         if (nt > 0) k::cuda::sample_receivers<T>(g_, sparse_.view, fields(), traces_.get(), nt, nt - 1, stream_);
-        hi_cur_ = nullptr;
-        traces_host_.resize(traces_.size());  // (page-locked while the last steps run, where it must grow)
-        if (coefs_pinned_.size() < 3 * g_.shot_stride) {  // the next calls' coefficients go up from here (load())
-            coefs_pinned_.resize(3 * g_.shot_stride);
-            coefs_pageable_ = {};
+        finish_forward(keep_levels);
+        return download(traces_, traces_host_);
+    }
+
+    /// The Born run: the perturbation's fields step as the background's do,
+    /// without a source, then take the scattering term (k::cuda::
+    /// born_scatter), every value as the CPU's. The background takes the
+    /// forward's steps one at a time, keeping its levels as forward(true)
+    /// does; but where Ey is two planes (split_planes), which the scattering
+    /// term cannot read, forward(true) keeps them first and the Born run
+    /// takes the background's steps again. With `from_levels`, the
+    /// background is read from the kept levels (levels_exact) instead.
+    bool levels_exact() const override {
+        return levels_kept_ && std::is_same_v<Stored, T> && s_.snapshot_interval == 1 && !s_.checkpoint_steps &&
+               !s_.binomial_slots && !host_levels_;
+    }
+
+    BornTraces born(const CoefficientPerturbation& p, BornLevels keep, bool from_levels) override {
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        if (keep == BornLevels::both)
+            throw NotCompiled("the CUDA backend has no second-order adjoint yet: full Hessian-vector products run on "
+                              "backend cpu (Gauss-Newton products run on both)");
+        if (from_levels && !levels_exact())
+            throw Error("CudaEngine::born from kept levels needs every level of a forward run, uncompressed, on the device");
+        const bool keep_levels = keep == BornLevels::background && !from_levels;
+        if (keep_levels && !levels_ready_) throw Error("CudaEngine::born with kept levels needs prepare(true)");
+        const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
+        const std::size_t n = batch_size();
+        BornTraces out;
+        const bool separate = keep_levels && split_planes();
+        if (separate) out.forward = forward(true);
+        const bool kept_here = keep_levels && !separate;  // the levels kept by this run
+        try {
+            born_[0].resize(n, bytes_);
+            born_[1].resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
+            dca_.upload(convert<T>(p.dca), bytes_, stream_);
+            dcb_over_cb_.upload(convert<T>(p.dcb_over_cb), bytes_, stream_);
+            born_traces_.resize(traces_.size(), bytes_);
+        } catch (const DeviceAllocationFailed& e) {
+            throw OutOfMemory(std::string("the Born run's fields: ") + e.what());
         }
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        settle_checks();
-        if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
-        for (int s = 0; s < kRing; ++s) wait_io(s);
-        levels_kept_ = keep_levels;
-        traces_.download_async(traces_host_, stream_);
-        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        InternalTraces out = make_internal_traces(s_);
-        std::size_t row = 0;
-        for (auto& shot : out)
-            for (auto& trace : shot) {
-                std::copy_n(traces_host_.get() + row * nt, nt, trace.begin());
-                ++row;
+        zero_fields();
+        pairs_ = false;
+        born_[0].zero(stream_);
+        born_[1].zero(stream_);
+        int current = 0;
+        checks_ = {};
+        auto level_of = [&](int L) { return kept_here && !c && !s_.binomial_slots ? kept_index(L) : 0; };
+        const auto x = x_.view(), z = z_.view();
+        for (int m = 0; m < nt; ++m) {
+            k::TmFields<T> e_in = fields(), e_out = e_in;
+            if (from_levels) {
+                if constexpr (std::is_same_v<Stored, T>) {  // (level 0, Ey^0 = 0: the zeroed fields' Ey)
+                    if (m > 0) e_in.ey = levels_.get() + static_cast<std::size_t>(m - 1) * n;
+                    e_out.ey = levels_.get() + static_cast<std::size_t>(m) * n;
+                }
+            } else {
+                if (kept_here && c && m % c == 0) copy_state(fields(), checkpoint(m / c));  // the state at step m
+                const int j = level_of(m + 1);
+                step(m, j ? level_for_writing(j) : nullptr, j, /*sample=*/!separate, /*ey_into_level=*/true);
+                if (j) level_written(j);
+                e_out = fields();
             }
+            const k::TmFields<T> d_in = buffer_view(born_, current), d_out = buffer_view(born_, 1 - current);
+            current = 1 - current;
+            const k::cuda::StepSamples previous{sparse_.view, born_traces_.get(), nt, m - 1};  // of dEy^m
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, d_in, d_out, nullptr, nullptr, m > 0 ? &previous : nullptr,
+                                       stream_);
+            k::cuda::born_scatter<T>(g_, {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
+                                     stream_);
+            if (check_now(m)) {
+                if (!from_levels) check_finite(e_out, m, "Ey");
+                check_finite(d_out, m, "the Born field dEy");
+            }
+            report_progress(opt_, "born", m + 1, nt);
+        }
+        const bool stepped = !separate && !from_levels;  // the background's traces taken here
+        if (nt > 0) {
+            k::cuda::sample_receivers<T>(g_, sparse_.view, buffer_view(born_, current), born_traces_.get(), nt, nt - 1,
+                                         stream_);
+            if (stepped) k::cuda::sample_receivers<T>(g_, sparse_.view, fields(), traces_.get(), nt, nt - 1, stream_);
+        }
+        finish_forward(separate || kept_here || from_levels);
+        out.born = download(born_traces_, born_traces_host_);
+        if (stepped) out.forward = download(traces_, traces_host_);
         return out;
     }
 
@@ -979,6 +1048,36 @@ private:
         const k::cuda::StepSamples of_mid{sparse_.view, traces_.get(), nt, m};     // Ey^{m+1}
         k::cuda::step_pair<T, ORDER>(g_, materials(), x_.view(), z_.view(), in, mid, out, first, second,
                                      m > 0 ? &of_in : nullptr, of_mid, stream_);
+    }
+
+    /// What a forward time loop leaves to do once its steps are queued: wait
+    /// for them and for the kept levels' copies, read the blow-up checks, and
+    /// mark the levels kept (or not).
+    void finish_forward(bool keep_levels) {
+        hi_cur_ = nullptr;
+        traces_host_.resize(traces_.size());  // (page-locked while the last steps run, where it must grow)
+        if (coefs_pinned_.size() < 3 * g_.shot_stride) {  // the next calls' coefficients go up from here (load())
+            coefs_pinned_.resize(3 * g_.shot_stride);
+            coefs_pageable_ = {};
+        }
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        settle_checks();
+        if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+        for (int s = 0; s < kRing; ++s) wait_io(s);
+        levels_kept_ = keep_levels;
+    }
+
+    /// Device traces [row][nt_internal] into internal traces, through `host`.
+    InternalTraces download(const DeviceArray<double>& traces, PinnedArray<double>& host) {
+        const int nt = s_.time.nt_internal;
+        host.resize(traces.size());
+        traces.download_async(host, stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        InternalTraces out = make_internal_traces(s_);
+        std::size_t row = 0;
+        for (auto& shot : out)
+            for (auto& trace : shot) std::copy_n(host.get() + row++ * nt, nt, trace.begin());
+        return out;
     }
 
     /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
@@ -1461,6 +1560,11 @@ private:
     int* flags_device_ = nullptr;  // the same, as the device sees it
     std::size_t flags_capacity_ = 0;  // ints
     std::array<cudaEvent_t, 2> checked_{};
+    // the Born run's perturbation fields (double-buffered like fields_), coefficient perturbation and traces
+    std::array<DeviceFields<T>, 2> born_;
+    DeviceArray<T> dca_, dcb_over_cb_;
+    DeviceArray<double> born_traces_;
+    PinnedArray<double> born_traces_host_;
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
     DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only
     int n_levels_ = 0;

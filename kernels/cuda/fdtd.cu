@@ -2132,6 +2132,18 @@ __global__ void zero_halo_kernel(U* base, std::size_t copies, std::size_t shot_s
     }
 }
 
+/// BornScatter over the grid's nodes of every shot: blockIdx.y the shot's row
+/// (shot * nz + iz), x the column; the CPU's arithmetic, term for term.
+template <typename T>
+__global__ void born_scatter_kernel(GridParams<T> g, BornScatter<T> b) {
+    const int ix = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ix >= g.nx) return;
+    const int shot = blockIdx.y / g.nz, iz = blockIdx.y % g.nz;
+    const std::size_t node = g.origin + static_cast<std::size_t>(iz) * g.stride + ix;
+    const std::size_t i = shot * g.shot_stride + node;
+    b.d_ey[i] += b.dca[node] * b.ey_prev[i] + b.dcb_over_cb[node] * (b.ey_next[i] - b.ca[node] * b.ey_prev[i]);
+}
+
 template <typename T, typename Stored>
 __global__ void store_level_kernel(std::size_t n, const T* ey, Stored* level) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -2482,6 +2494,13 @@ void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stre
 }
 
 template <typename T>
+void born_scatter(const GridParams<T>& g, const BornScatter<T>& b, Stream stream) {
+    const dim3 grid(blocks_for(g.nx, 128), g.n_shots * g.nz);
+    born_scatter_kernel<T><<<grid, 128, 0, stream>>>(g, b);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
 void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales, unsigned long long* max_scratch,
                     Stream stream) {
     const dim3 grid(std::min(blocks_for(g.shot_stride, 256), 1024), g.n_shots);
@@ -2543,7 +2562,8 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, Stream);
+    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, Stream);                 \
+    template void born_scatter<T>(const GridParams<T>&, const BornScatter<T>&, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)
 

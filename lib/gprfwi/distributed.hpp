@@ -53,6 +53,14 @@ public:
     /// this rank's shots only. Collective.
     GradientResult gradient(const Model& model, const ShotMisfit& misfit);
 
+    /// Born traces (the traces' derivative along dm) of this rank's shots.
+    /// Collective only in its failure check.
+    Traces born(const Model& model, const ModelDirection& dm);
+
+    /// Misfit and Hessian-vector product summed over all ranks (identical on
+    /// every rank); `synthetic` and `born` hold this rank's shots. Collective.
+    HessianResult hessian(const Model& model, const ShotMisfit& misfit, const ModelDirection& v, HessianKind kind);
+
     /// Gives every shot this source wavelet (nt samples).
     void set_wavelet(const std::vector<double>& wavelet);
 

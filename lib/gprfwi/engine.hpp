@@ -6,6 +6,7 @@
 // construction and differs only in where its loops run.
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct AdjointResult {
     std::span<const double> illumination;
     /// dJ / d wavelet_internal [shot][nt_internal].
     std::vector<std::vector<double>> grad_wavelet_internal;
+};
+
+/// A perturbation of the update coefficients at every padded node (halo 0),
+/// shared by the shots: dca, dcb, and dcb/cb (0 where cb is 0), which the
+/// Born step's scattering term reads (kernels::BornScatter).
+struct CoefficientPerturbation {
+    std::vector<double> dca, dcb, dcb_over_cb;
 };
 
 /// A Born run's traces: the background's and their derivative along the
@@ -75,11 +83,16 @@ public:
     /// preceding forward(true).
     virtual AdjointResult adjoint(const InternalTraces& adjoint_source) = 0;
     /// Born (tangent-linear) run from zero fields: the forward and, beside
-    /// it, its derivative along a perturbation (dca, dcb) of the update
-    /// coefficients (per padded node, shared by the shots; kernels::
-    /// BornScatter). With levels kept, the last prepare() must have had
-    /// keep_levels. Backends without it throw NotCompiled.
-    virtual BornTraces born(std::span<const double> dca, std::span<const double> dcb, BornLevels keep);
+    /// it, its derivative along a perturbation of the update coefficients.
+    /// With levels kept, the last prepare() must have had keep_levels.
+    /// Backends without it throw NotCompiled.
+    /// With `from_levels` the background is not stepped: it is read from the
+    /// levels that the last forward(true) or born() kept, which must be
+    /// exact (levels_exact()) and stay as they are; `forward` is then empty.
+    virtual BornTraces born(const CoefficientPerturbation& p, BornLevels keep, bool from_levels = false);
+    /// Whether the levels the last forward(true) or born() kept are Ey itself
+    /// at every step (uncompressed, every level, where born() can read them).
+    virtual bool levels_exact() const { return false; }
     /// The second-order adjoint after born(..., BornLevels::both): the
     /// adjoint driven by `source` (the misfit's gradient) and its derivative
     /// along the Born perturbation, driven by `d_source` (the misfit's
@@ -152,6 +165,17 @@ private:
     class ShotGroups;
     /// Builds the call's batch and binds the workspace to it; returns it.
     const PropagationSetup& begin_call(const Model& model, const Survey& survey, bool keep_levels);
+    /// The model and survey whose forward levels the workspace's engines hold
+    /// exactly after a Hessian-vector product, with its traces: the next
+    /// product at the same model and survey (an inner conjugate-gradient
+    /// loop's) reads its background from them instead of stepping it. Every
+    /// other call forgets it.
+    struct KeptForward {
+        Model model;
+        Survey survey;
+        Traces synthetic;
+    };
+    std::optional<KeptForward> kept_forward_;
     std::unique_ptr<ShotGroups> workspace_;
 };
 

@@ -39,6 +39,12 @@ std::uint64_t grid_file_bytes(const Grid& grid, int arrays, const std::string& c
 void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
                        const Array2D& grad_sigma, const std::string& config);
 
+/// Writes a Hessian-vector product: /hv_eps_r and /hv_sigma [nz][nx] float64,
+/// root attributes misfit, hessian ("full" or "gauss-newton"), dx, dz (m),
+/// units, gprfwi_version and config; and its XDMF sidecar.
+void write_hessian_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& hv_eps_r,
+                      const Array2D& hv_sigma, const std::string& kind, const std::string& config);
+
 /// Reads traces written in that layout and checks them against the survey:
 /// shot and receiver counts, nt and dt. Throws SizeMismatch / Error naming the file.
 Traces read_traces_h5(const std::string& path, const Survey& survey);

@@ -371,6 +371,10 @@ int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 template <typename T>
 void zero_halos(const GridParams<T>& g, void* base, int value_bytes, std::size_t copies, Stream stream);
 
+/// cpu::born_scatter on the GPU, bitwise alike.
+template <typename T>
+void born_scatter(const GridParams<T>& g, const BornScatter<T>& b, Stream stream);
+
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
 void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stream);

@@ -176,6 +176,9 @@ struct RunTimings {
     int imaging_steps = 1;      // adjoint steps the imaging condition took at once (Engine::imaging_steps)
     double forward_paired_share = 0;  // of the nodes, stepped two a pass (Engine::forward_paired_share)
     int shot_groups = 1;              // the batch's shot groups (resolve_shot_groups)
+    /// A Hessian-vector product read its background from the levels kept by
+    /// the product before it at the same model (no forward steps).
+    bool background_kept = false;
 };
 
 struct MemoryEstimate {

@@ -10,12 +10,14 @@ namespace gprfwi {
 struct Position {
     double x = 0.0;  // m
     double z = 0.0;  // m
+    bool operator==(const Position&) const = default;
 };
 
 /// A line current along y. Its current is amplitude * shot wavelet (A).
 struct Source {
     Position position;
     double amplitude = 1.0;  // dimensionless scale of the shot wavelet
+    bool operator==(const Source&) const = default;
 };
 
 struct Shot {
@@ -24,6 +26,7 @@ struct Shot {
     /// Source current I[n] in amperes, nt samples. Sample n is the current at
     /// t = (n + 1/2) * dt: it drives the update from Ey^n to Ey^{n+1}.
     std::vector<double> wavelet;
+    bool operator==(const Shot&) const = default;
 };
 
 /// Time axis of the data and the shots that share it.
@@ -35,6 +38,7 @@ struct Survey {
 
     /// Throws InvalidArgument / SizeMismatch with the shot and index at fault.
     void validate() const;
+    bool operator==(const Survey&) const = default;
 };
 
 }  // namespace gprfwi

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
+#include <type_traits>
 
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/dispatch.hpp"
@@ -218,17 +219,24 @@ public:
         return out;
     }
 
-    BornTraces born(std::span<const double> dca, std::span<const double> dcb, BornLevels keep) override {
+    bool levels_exact() const override {
+        return kept_ && std::is_same_v<Stored, T> && s_.snapshot_interval == 1 && !s_.checkpoint_steps &&
+               !s_.binomial_slots && store_;
+    }
+
+    BornTraces born(const CoefficientPerturbation& p, BornLevels keep, bool from_levels) override {
         const std::size_t n = batch_size();
         const int c = s_.checkpoint_steps;
         const bool binomial = s_.binomial_slots > 0;
-        const bool keep_e = keep != BornLevels::none, keep_d = keep == BornLevels::both;
+        const bool keep_d = keep == BornLevels::both;
+        const bool keep_e = keep != BornLevels::none && !from_levels;  // (levels read are kept as they are)
+        if (from_levels && !levels_exact())
+            throw Error("CpuEngine::born from kept levels needs every level of a forward run, uncompressed");
         if (keep_d && (c || binomial))
             throw InvalidArgument("second-order adjoint runs read every kept level: snapshots.checkpoint_steps and "
                                   "snapshots.binomial_slots are not available for them");
-        if (dca.size() != ca_.size() || dcb.size() != cb_.size())
-            throw SizeMismatch(fmt::format("Born perturbation of {} and {} nodes on a padded grid of {}", dca.size(),
-                                           dcb.size(), ca_.size()));
+        if (p.dca.size() != ca_.size() || p.dcb.size() != ca_.size() || p.dcb_over_cb.size() != ca_.size())
+            throw SizeMismatch(fmt::format("Born perturbation of {} nodes on a padded grid of {}", p.dca.size(), ca_.size()));
         if (keep_e && !c && !binomial) {
             if (store_) store_->reset(s_.time.nt_internal, s_.snapshot_interval, n);
             else store_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
@@ -237,32 +245,39 @@ public:
             if (dstore_) dstore_->reset(s_.time.nt_internal, s_.snapshot_interval, n);
             else dstore_.emplace(s_.time.nt_internal, s_.snapshot_interval, n);
         }
-        checkpoints_.clear();
-        kept_ = keep_e;
+        if (!from_levels) {
+            checkpoints_.clear();
+            kept_ = keep_e;
+        }
         born_kept_ = keep_d;
-        // the perturbation in the arithmetic type; r = dcb/cb (0 in the halo, where cb is 0)
-        dca_.assign(dca.begin(), dca.end());
-        dcb_.assign(dcb.begin(), dcb.end());
-        dcb_over_cb_.resize(dcb.size());
-        const std::vector<double>& cb = s_.cb();
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < dcb.size(); ++i) dcb_over_cb_[i] = cb[i] != 0 ? static_cast<T>(dcb[i] / cb[i]) : T(0);
+        // the perturbation in the arithmetic type
+        dca_.assign(p.dca.begin(), p.dca.end());
+        dcb_.assign(p.dcb.begin(), p.dcb.end());
+        dcb_over_cb_.assign(p.dcb_over_cb.begin(), p.dcb_over_cb.end());
         FieldArrays<T>& f = fields_;
         FieldArrays<T>& d = born_;
-        f.zero(n);
         d.zero(n);
-        prev_.resize(n);
-        BornTraces out{make_internal_traces(s_), make_internal_traces(s_)};
+        prev_.assign(n, T(0));  // Ey^m of the step (Ey^0 from the levels: zero)
+        BornTraces out{from_levels ? InternalTraces{} : make_internal_traces(s_), make_internal_traces(s_)};
+        if (!from_levels) f.zero(n);
         const auto x = x_->view(), z = z_->view();
         const auto dfields = d.view();
         for (int m = 0; m < s_.time.nt_internal; ++m) {
-            if (keep_e && c && m % c == 0) checkpoints_.push_back(f);
-            std::copy(f.ey.begin(), f.ey.end(), prev_.begin());
-            step(f, m, &out.forward);
+            const T* e_prev = prev_.data();
+            const T* e_next = f.ey.data();
+            if (from_levels) {
+                if constexpr (std::is_same_v<Stored, T>) {
+                    if (m > 0) e_prev = store_->level(m);
+                    e_next = store_->level(m + 1);
+                }
+            } else {
+                if (keep_e && c && m % c == 0) checkpoints_.push_back(f);
+                std::copy(f.ey.begin(), f.ey.end(), prev_.begin());
+                step(f, m, &out.forward);
+            }
             k::cpu::update_h<T, ORDER>(g_, materials(), x, z, dfields);
             k::cpu::update_e<T, ORDER>(g_, materials(), x, z, dfields);
-            k::cpu::born_scatter<T>(g_, {ca_.data(), dca_.data(), dcb_over_cb_.data(), prev_.data(), f.ey.data(),
-                                         d.ey.data()});
+            k::cpu::born_scatter<T>(g_, {ca_.data(), dca_.data(), dcb_over_cb_.data(), e_prev, e_next, d.ey.data()});
             sample(d.ey, m, out.born);
             const int j = (m + 1) / s_.snapshot_interval;
             if (keep_e && !c && !binomial)
@@ -270,7 +285,7 @@ public:
             if (keep_d)
                 if (Stored* level = dstore_->level(m + 1)) keep_level(d.ey, level, j, dscales_);
             if (check_now(m)) {
-                check_finite(f.ey, m, "Ey");
+                if (!from_levels) check_finite(f.ey, m, "Ey");
                 check_finite(d.ey, m, "the Born field dEy");
             }
             report_progress(opt_, "born", m + 1, s_.time.nt_internal);

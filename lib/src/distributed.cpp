@@ -132,6 +132,61 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     return total;
 }
 
+Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
+    Traces out;
+    timings_ = {};
+    parallel::collectively([&] {
+        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+        for (std::size_t first = 0; first < shots_.size(); first += per) {
+            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+            Traces t = propagator_->born(model, b, dm);
+            add_timings(timings_, propagator_->last_timings());
+            log_batch(first, b.shots.size(), "Born");
+            for (auto& s : t) out.push_back(std::move(s));
+        }
+    });
+    return out;
+}
+
+HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& misfit, const ModelDirection& v,
+                                         HessianKind kind) {
+    HessianResult total;
+    total.hv_eps_r = Array2D(model.grid.nz, model.grid.nx);
+    total.hv_sigma = Array2D(model.grid.nz, model.grid.nx);
+    timings_ = {};
+    parallel::collectively([&] {
+        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+        for (std::size_t first = 0; first < shots_.size(); first += per) {
+            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+            const BatchMisfit m(misfit, shots_.data() + first);
+            HessianResult h = propagator_->hessian(model, b, m, v, kind);
+            add_timings(timings_, propagator_->last_timings());
+            log_batch(first, b.shots.size(), "Hessian-vector product");
+            total.misfit += h.misfit;
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < total.hv_eps_r.size(); ++i) {
+                total.hv_eps_r.data()[i] += h.hv_eps_r.data()[i];
+                total.hv_sigma.data()[i] += h.hv_sigma.data()[i];
+            }
+            for (auto& s : h.synthetic) total.synthetic.push_back(std::move(s));
+            for (auto& s : h.born) total.born.push_back(std::move(s));
+        }
+    });
+    // one reduction for the misfit and both products
+    const std::size_t n = total.hv_eps_r.size();
+    std::vector<double> buffer(2 * n + 1);
+    std::copy_n(total.hv_eps_r.data(), n, buffer.begin());
+    std::copy_n(total.hv_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
+    buffer[2 * n] = total.misfit;
+    const auto t0 = std::chrono::steady_clock::now();
+    parallel::sum(buffer.data(), buffer.size());
+    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::copy_n(buffer.begin(), n, total.hv_eps_r.data());
+    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.hv_sigma.data());
+    total.misfit = buffer[2 * n];
+    return total;
+}
+
 void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
     if (wavelet.size() != static_cast<std::size_t>(survey_.nt))
         throw SizeMismatch(fmt::format("set_wavelet: {} samples, the survey has nt = {}", wavelet.size(), survey_.nt));

@@ -81,12 +81,8 @@ void fold_terms(const PropagationSetup& s, Array2D& eps_r, Array2D& sigma, Term&
     }
 }
 
-/// The perturbation of ca and cb at every padded node (halo 0) by dm,
-/// extended into the CPML as the model is.
-struct CoefficientPerturbation {
-    std::vector<double> dca, dcb;
-};
-
+/// The perturbation of ca and cb at every padded node by dm, extended into
+/// the CPML as the model is.
 CoefficientPerturbation perturb_coefficients(const PropagationSetup& s, const Model& model, const ModelDirection& dm) {
     if (dm.eps_r.nz() != model.grid.nz || dm.eps_r.nx() != model.grid.nx || dm.sigma.nz() != model.grid.nz ||
         dm.sigma.nx() != model.grid.nx)
@@ -94,8 +90,8 @@ CoefficientPerturbation perturb_coefficients(const PropagationSetup& s, const Mo
                                        "[{}][{}] nodes",
                                        dm.eps_r.nz(), dm.eps_r.nx(), dm.sigma.nz(), dm.sigma.nx(), model.grid.nz,
                                        model.grid.nx));
-    CoefficientPerturbation p{std::vector<double>(s.grid.storage_size(), 0.0),
-                              std::vector<double>(s.grid.storage_size(), 0.0)};
+    const std::size_t n = s.grid.storage_size();
+    CoefficientPerturbation p{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
 #pragma omp parallel for schedule(static)
     for (int iz = 0; iz < s.grid.nz; ++iz) {
         const int mz = s.model_row(iz);
@@ -106,9 +102,16 @@ CoefficientPerturbation perturb_coefficients(const PropagationSetup& s, const Mo
             const std::size_t i = s.grid.index(iz, ix);
             p.dca[i] = d.dca_deps_r * de + d.dca_dsigma * ds;
             p.dcb[i] = d.dcb_deps_r * de + d.dcb_dsigma * ds;
+            p.dcb_over_cb[i] = p.dcb[i] / s.cb()[i];
         }
     }
     return p;
+}
+
+bool same_model(const Model& a, const Model& b) {
+    const Grid &ga = a.grid, &gb = b.grid;
+    return ga.nx == gb.nx && ga.nz == gb.nz && ga.dx == gb.dx && ga.dz == gb.dz && a.eps_r.values() == b.eps_r.values() &&
+           a.sigma.values() == b.sigma.values() && a.mu_r.values() == b.mu_r.values();
 }
 
 /// Runs fn(group) for every group: where `concurrent`, at once, groups 1..
@@ -266,7 +269,7 @@ std::size_t shot_group_begin(std::size_t shots, int groups, int group) {
     return shots * static_cast<std::size_t>(group) / static_cast<std::size_t>(groups);
 }
 
-BornTraces Engine::born(std::span<const double>, std::span<const double>, BornLevels) {
+BornTraces Engine::born(const CoefficientPerturbation&, BornLevels, bool) {
     throw NotCompiled("this backend has no Born (tangent-linear) runs: use backend cpu for Born modelling and "
                       "Hessian-vector products");
 }
@@ -277,6 +280,7 @@ SecondOrderResult Engine::second_order_adjoint(const InternalTraces&, const Inte
 
 const PropagationSetup& EnginePropagator::begin_call(const Model& model, const Survey& survey, bool keep_levels) {
     timings_ = {};
+    kept_forward_.reset();
     const auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
@@ -374,7 +378,7 @@ Traces EnginePropagator::born(const Model& model, const Survey& survey, const Mo
     timings_.setup_s += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.born(p.dca, p.dcb, BornLevels::none).born; });
+    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.born(p, BornLevels::none).born; });
     const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
     timings_.shot_groups = groups.groups();
@@ -386,7 +390,10 @@ Traces EnginePropagator::born(const Model& model, const Survey& survey, const Mo
 
 HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey, const Misfit& misfit,
                                         const ModelDirection& v, HessianKind kind) {
-    const PropagationSetup& s = begin_call(model, survey, true);
+    const bool reuse = kept_forward_ && same_model(kept_forward_->model, model) && kept_forward_->survey == survey;
+    const PropagationSetup& s = reuse ? workspace_->batch() : begin_call(model, survey, true);
+    if (reuse) timings_ = {};
+    timings_.background_kept = reuse;
     ShotGroups& groups = *workspace_;
     auto t0 = std::chrono::steady_clock::now();
     const CoefficientPerturbation p = perturb_coefficients(s, model, v);
@@ -395,7 +402,7 @@ HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey
     const bool full = kind == HessianKind::full;
     std::vector<BornTraces> parts(static_cast<std::size_t>(groups.size()));
     groups.each([&](int g, Engine& e) {
-        parts[static_cast<std::size_t>(g)] = e.born(p.dca, p.dcb, full ? BornLevels::both : BornLevels::background);
+        parts[static_cast<std::size_t>(g)] = e.born(p, full ? BornLevels::both : BornLevels::background, reuse);
     });
     std::vector<InternalTraces> forward_parts, born_parts;
     for (BornTraces& b : parts) {
@@ -407,7 +414,10 @@ HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey
     timings_.level_storage = groups.level_storage();
     t0 = std::chrono::steady_clock::now();
     HessianResult out;
-    out.synthetic = to_user(s, groups.join(std::move(forward_parts)), survey.nt);
+    out.synthetic = reuse ? kept_forward_->synthetic : to_user(s, groups.join(std::move(forward_parts)), survey.nt);
+    bool exact = true;
+    for (int g = 0; g < groups.size(); ++g) exact = exact && groups.engine(g).levels_exact();
+    if (!reuse && exact) kept_forward_ = KeptForward{model, survey, out.synthetic};
     out.born = to_user(s, groups.join(std::move(born_parts)), survey.nt);
     Traces source = make_traces(survey), d_source = make_traces(survey);
     out.misfit = misfit.evaluate(out.synthetic, source);

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <typeinfo>
@@ -178,23 +180,48 @@ std::uint64_t grid_file_bytes(const Grid& grid, int arrays, const std::string& c
            config.size();
 }
 
-void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
-                       const Array2D& grad_sigma, const std::string& config) {
-    for (const Array2D* a : {&grad_eps_r, &grad_sigma})
+namespace {
+
+/// A file of two [nz][nx] float64 arrays over the model grid (a gradient, a
+/// Hessian-vector product) with the misfit, dx, dz, units and provenance,
+/// and its XDMF sidecar; `extra` adds attributes.
+void write_pair_h5(const std::string& path, const Grid& grid, double misfit, const char* what,
+                   const std::array<std::pair<const char*, const Array2D*>, 2>& arrays, const char* units,
+                   const std::string& config, const std::function<void(hid_t)>& extra = {}) {
+    for (const auto& [name, a] : arrays)
         if (a->nz() != grid.nz || a->nx() != grid.nx)
-            throw SizeMismatch(fmt::format("{}: gradient is [{}][{}], grid is [{}][{}]", path, a->nz(), a->nx(), grid.nz, grid.nx));
+            throw SizeMismatch(fmt::format("{}: {} is [{}][{}], grid is [{}][{}]", path, name, a->nz(), a->nx(), grid.nz, grid.nx));
     const std::vector<hsize_t> dims{static_cast<hsize_t>(grid.nz), static_cast<hsize_t>(grid.nx)};
     write_atomically(path, grid_file_bytes(grid, 2, config), [&](hid_t file) {
-        write_dataset(file, "/grad_eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_eps_r.data(), path);
-        write_dataset(file, "/grad_sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, grad_sigma.data(), path);
+        for (const auto& [name, a] : arrays)
+            write_dataset(file, (std::string("/") + name).c_str(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, a->data(), path);
         write_attribute(file, "misfit", misfit, path);
         write_attribute(file, "dx", grid.dx, path);
         write_attribute(file, "dz", grid.dz, path);
-        write_attribute(file, "units", "grad_eps_r: dJ/d eps_r; grad_sigma: dJ/d sigma per S/m; "
-                                       "misfit J = 1/2 sum (synthetic - observed)^2 in (V/m)^2; dx, dz: m", path);
+        write_attribute(file, "units", units, path);
+        if (extra) extra(file);
         write_provenance(file, config, path);
     });
-    write_xdmf(path, grid, "gradient", {"grad_eps_r", "grad_sigma"});
+    write_xdmf(path, grid, what, {arrays[0].first, arrays[1].first});
+}
+
+}  // namespace
+
+void write_gradient_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& grad_eps_r,
+                       const Array2D& grad_sigma, const std::string& config) {
+    write_pair_h5(path, grid, misfit, "gradient", {{{"grad_eps_r", &grad_eps_r}, {"grad_sigma", &grad_sigma}}},
+                  "grad_eps_r: dJ/d eps_r; grad_sigma: dJ/d sigma per S/m; "
+                  "misfit J = 1/2 sum (synthetic - observed)^2 in (V/m)^2; dx, dz: m",
+                  config);
+}
+
+void write_hessian_h5(const std::string& path, const Grid& grid, double misfit, const Array2D& hv_eps_r,
+                      const Array2D& hv_sigma, const std::string& kind, const std::string& config) {
+    write_pair_h5(path, grid, misfit, "hessian", {{{"hv_eps_r", &hv_eps_r}, {"hv_sigma", &hv_sigma}}},
+                  "hv_eps_r: (H v) per unit eps_r; hv_sigma: (H v) per S/m, for the direction v = (d eps_r, "
+                  "d sigma in S/m) of the direction file; misfit J = 1/2 sum (synthetic - observed)^2 in (V/m)^2; "
+                  "dx, dz: m",
+                  config, [&](hid_t file) { write_attribute(file, "hessian", kind, path); });
 }
 
 namespace {
