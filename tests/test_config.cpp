@@ -478,6 +478,19 @@ inversion:
     EXPECT_EQ(s.mask.size(), 1u);
     EXPECT_TRUE(s.save_gradients);
     EXPECT_EQ(s.petsc_options, "-tao_ls_type armijo");
+    EXPECT_EQ(s.method, InversionMethod::lbfgs);
+    EXPECT_FALSE(s.stages[0].method.has_value());
+    {  // Newton-type methods, per campaign and per stage
+        const Campaign n = load_campaign(write_run_file("campaign", base),
+                                         {"inversion.misfit=relative", "inversion.method=gauss_newton",
+                                          "inversion.newton={cg_iterations: 4, cg_tolerance: 0.3}",
+                                          "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: newton}]"});
+        EXPECT_EQ(n.inversion.method, InversionMethod::gauss_newton);
+        EXPECT_EQ(n.inversion.newton_cg_iterations, 4);
+        EXPECT_EQ(n.inversion.newton_cg_tolerance, 0.3);
+        ASSERT_EQ(n.inversion.stages.size(), 1u);
+        EXPECT_EQ(n.inversion.stages[0].method, InversionMethod::newton);
+    }
     // the run sections still read as a plain run file
     EXPECT_EQ(load_run_config(write_run_file("campaign_as_run", base)).grid.nx, 50);
 
@@ -504,6 +517,11 @@ inversion:
         {{"inversion.scan=[eps]"}, "inversion.scan[0]: expected one of eps_r, sigma, got 'eps'"},
         {{"inversion.scan=[sigma, sigma]"}, "inversion.scan[1]: 'sigma' is listed twice"},
         {{"inversion.scan=yes"}, "inversion.scan: expected none, auto or a list of parameters"},
+        {{"inversion.method=bfgs"}, "inversion.method: expected one of lbfgs, gauss_newton, newton, got 'bfgs'"},
+        {{"inversion.method=newton"}, "inversion.misfit: the envelope misfit has no Hessian yet"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: gauss_newton}]"},
+         "inversion.misfit: the envelope misfit has no Hessian yet"},
+        {{"inversion.newton={cg_iterations: 0}"}, "inversion.newton.cg_iterations: expected an integer in [1, 1000]"},
     };
     for (const auto& [overrides, expected] : bad) {
         try {

@@ -284,8 +284,26 @@ public:
         }
         return scale_ * j;
     }
+    /// Its exact Hessian: diagonal, w for eps_r, (1 - r)/sigma^2 for sigma
+    /// with r = ln sigma - ln b (Gauss-Newton: 1/sigma^2, the square of the
+    /// residual's derivative).
+    int hessian_vector(const Model& m, const StageSpec&, const Array2D& ve, const Array2D& vs, HessianKind kind,
+                       Array2D& he, Array2D& hs) override {
+        ++products;
+        he = Array2D(m.grid.nz, m.grid.nx);
+        hs = Array2D(m.grid.nz, m.grid.nx);
+        for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
+            const double w = 1.0 + 0.1 * static_cast<double>(i % 7);
+            const double sg = m.sigma.data()[i];
+            const double r = sg > 0 ? std::log(sg) - std::log(b_.data()[i]) : 0.0;
+            he.data()[i] = scale_ * w * ve.data()[i];
+            hs.data()[i] = sg > 0 ? scale_ * (kind == HessianKind::full ? 1 - r : 1.0) / (sg * sg) * vs.data()[i] : 0.0;
+        }
+        return 2;
+    }
     const Array2D& a() const { return a_; }
     int evaluations = 0;
+    int products = 0;
     int stop_after = 0;
 
 private:
@@ -352,6 +370,126 @@ TEST(Tao, RespectsBoundsFrozenParametersAndMasks) {
 }
 
 /// The smallest J of the Quadratic within the bounds (sigma's targets lie inside them).
+double constrained_minimum(const Quadratic& q, const InversionSpec& s, double scale);
+
+/// An objective without Hessian-vector products (the interface's default).
+class GradientOnly final : public InversionObjective {
+public:
+    explicit GradientOnly(Quadratic& q) : q_(q) {}
+    double evaluate(const Model& m, const StageSpec& s, Array2D& ge, Array2D& gs) override { return q_.evaluate(m, s, ge, gs); }
+
+private:
+    Quadratic& q_;
+};
+
+// Newton-type stages through TAO's bounded Newton line search and the
+// objective's Hessian-vector products: the same constrained minimum as
+// L-BFGS, in fewer iterations, with the propagations counted (two per
+// gradient and per product here).
+TEST(Tao, NewtonMethodsReachTheBoundedMinimumInFewerIterations) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec base = quadratic_spec();
+    base.stages.erase(base.stages.begin());  // both parameters
+    base.stages[0].iterations = 60;
+    base.stages[0].gradient_tolerance = 1e-9;
+    std::map<InversionMethod, int> iterations;
+    for (const InversionMethod method : {InversionMethod::lbfgs, InversionMethod::gauss_newton, InversionMethod::newton}) {
+        Quadratic q(g, 1.0);
+        InversionSpec spec = base;
+        spec.method = method;
+        const Model start = Model::uniform(g, 5.0, 0.002);
+        const InversionResult r = invert(start, spec, q, scratch_dir(std::string("newton-") + to_string(method)), "", false);
+        const double j_min = constrained_minimum(q, spec, 1.0);
+        const HistoryRow& last = r.history.back();
+        iterations[method] = last.iteration;
+        std::printf("%s: %d iterations, %d evaluations, %d products, %d propagations; misfit %.10g (minimum %.10g)\n",
+                    to_string(method), last.iteration, q.evaluations, q.products, last.propagations, last.misfit, j_min);
+        EXPECT_NEAR(last.misfit, j_min, 1e-6 * j_min + 1e-9) << to_string(method);
+        for (std::size_t i = 0; i < q.a().size(); ++i)
+            EXPECT_NEAR(r.model.eps_r.data()[i], std::clamp(q.a().data()[i], spec.eps_r_min, spec.eps_r_max), 1e-3)
+                << to_string(method) << " node " << i;
+        EXPECT_EQ(method == InversionMethod::lbfgs, q.products == 0) << to_string(method);
+        EXPECT_EQ(last.propagations, 2 * (q.evaluations + q.products)) << to_string(method);
+    }
+    EXPECT_LT(iterations[InversionMethod::gauss_newton], iterations[InversionMethod::lbfgs]);
+    EXPECT_LT(iterations[InversionMethod::newton], iterations[InversionMethod::lbfgs]);
+}
+
+// A Newton stage with the regularisers on (their Hessian from differences
+// of their gradients) reaches L-BFGS's minimum; and an objective without
+// Hessian-vector products is refused with a message.
+TEST(Tao, NewtonWithRegularizationAndObjectivesWithoutHessians) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.stages.erase(spec.stages.begin());
+    spec.stages[0].iterations = 80;
+    spec.stages[0].gradient_tolerance = 1e-9;
+    spec.regularize_eps_r.tikhonov = 1e-2;
+    spec.regularize_sigma.tv = 1e-2;
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    Quadratic a(g, 1.0), b(g, 1.0);
+    const InversionResult lbfgs = invert(start, spec, a, scratch_dir("reg-lbfgs"), "", false);
+    spec.method = InversionMethod::newton;
+    const InversionResult newton = invert(start, spec, b, scratch_dir("reg-newton"), "", false);
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < start.eps_r.size(); ++i) {
+        diff += std::pow(newton.model.eps_r.data()[i] - lbfgs.model.eps_r.data()[i], 2);
+        norm += std::pow(lbfgs.model.eps_r.data()[i], 2);
+    }
+    std::printf("regularised: L-BFGS %d iterations, Newton %d; models differ by %.2e\n", lbfgs.history.back().iteration,
+                newton.history.back().iteration, std::sqrt(diff / norm));
+    EXPECT_LT(std::sqrt(diff / norm), 1e-4);
+    EXPECT_LT(newton.history.back().iteration, lbfgs.history.back().iteration);
+
+    Quadratic inner(g, 1.0);
+    GradientOnly t(inner);
+    spec.regularize_eps_r = {};
+    spec.regularize_sigma = {};
+    try {
+        invert(start, spec, t, scratch_dir("no-hessian"), "", false);
+        ADD_FAILURE() << "a Newton stage of an objective without Hessian-vector products ran";
+    } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("inversion.method lbfgs"), std::string::npos) << e.what();
+    }
+}
+
+// The FWI objective's products (band-limited data, each misfit that has a
+// Hessian) against central differences of its gradients.
+TEST(Misfits, FwiObjectiveHessianMatchesDifferencesOfGradients) {
+    const Grid g{36, 30, 0.04, 0.05};
+    const Model model = test::heterogeneous_model(g, 3), truth = test::heterogeneous_model(g, 4);
+    const double dt = 0.9 * test::cfl_limit(g, std::min(model.min_eps_mu(), truth.min_eps_mu()), 4);
+    const Survey survey = test::random_survey(g, 2, 1, 4, 160, 4.0e8, dt, 9);
+    PropagatorOptions opt = fix_survey_wide_options(test::double_options(4, 8), model, survey);
+    opt.backend = BackendKind::cpu;
+    const Traces observed = CpuPropagator(opt).forward(truth, survey);
+    const ModelDirection v = test::smooth_direction(g, 0.4, 0.004, 3);
+    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::relative}) {
+        DistributedRunner runner(survey, opt, 0);
+        FwiObjective objective(runner, observed, kind);
+        StageSpec stage;
+        stage.max_frequency_hz = 0.5 * 4.0e8;
+        Array2D he, hs;
+        EXPECT_EQ(objective.hessian_vector(model, stage, v.eps_r, v.sigma, HessianKind::full, he, hs), 4);
+        EXPECT_EQ(objective.hessian_vector(model, stage, v.eps_r, v.sigma, HessianKind::full, he, hs), 3)
+            << "the second product at the model reads the background from the first's levels";
+        const double h = 1e-4;
+        Array2D gp_e, gp_s, gm_e, gm_s;
+        objective.evaluate(test::perturbed(model, v, h), stage, gp_e, gp_s);
+        objective.evaluate(test::perturbed(model, v, -h), stage, gm_e, gm_s);
+        double num = 0, den = 0;
+        for (std::size_t i = 0; i < he.size(); ++i) {
+            num += std::pow((gp_e.data()[i] - gm_e.data()[i]) / (2 * h) - he.data()[i], 2);
+            den += std::pow(he.data()[i], 2);
+        }
+        const double rel = std::sqrt(num / den);
+        std::printf("%s: full product against differences of gradients (eps_r rows): %.2e\n", to_string(kind), rel);
+        EXPECT_LT(rel, 1e-6) << to_string(kind);
+        EXPECT_THROW(FwiObjective(runner, observed, MisfitKind::envelope)
+                         .hessian_vector(model, stage, v.eps_r, v.sigma, HessianKind::gauss_newton, he, hs),
+                     InvalidArgument);
+    }
+}
 double constrained_minimum(const Quadratic& q, const InversionSpec& s, double scale) {
     double j = 0;
     for (std::size_t i = 0; i < q.a().size(); ++i) {

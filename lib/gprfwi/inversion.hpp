@@ -18,8 +18,18 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/model_builder.hpp"
+#include "gprfwi/propagator.hpp"
 
 namespace gprfwi {
+
+/// How a stage's optimiser steps (docs/inversion.md, "Methods"): TAO's
+/// bounded L-BFGS (blmvm), or its bounded Newton line search (bnls) with
+/// exact Hessian-vector products, Gauss-Newton (J^T H_d J: positive
+/// semi-definite, two propagations a product at the current model) or full
+/// (the second-order adjoint; CPU backend).
+enum class InversionMethod { lbfgs, gauss_newton, newton };
+InversionMethod parse_inversion_method(const std::string& name);
+const char* to_string(InversionMethod m);
 
 struct StageSpec {
     std::string name;
@@ -34,6 +44,7 @@ struct StageSpec {
     bool estimate_wavelet = false;      // least-squares wavelet at the stage's start (kept by later stages)
     double smoothing_m = -1;            // gradient smoothing of this stage's eps_r, m; < 0: InversionSpec::smoothing_m
     double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
+    std::optional<InversionMethod> method;  // none: InversionSpec::method
 };
 
 /// The background scan before the first stage of a fresh run
@@ -102,6 +113,13 @@ struct InversionSpec {
     double smoothing_m = 0;
     double smoothing_sigma_m = 0;
     ScanSpec scan;
+    InversionMethod method = InversionMethod::lbfgs;
+    /// Newton-type methods: the inner conjugate-gradient solve of each
+    /// iteration stops after this many Hessian-vector products, or where its
+    /// residual fell below this share of the gradient's norm (truncated
+    /// Newton).
+    int newton_cg_iterations = 10;
+    double newton_cg_tolerance = 0.1;
 };
 
 /// lambda = c0 / (f sqrt(eps_r mu_r)) with eps_r mu_r the model's largest:
@@ -161,6 +179,13 @@ public:
     virtual void set_wavelet(const std::vector<double>& wavelet);
     /// Sampling interval of the wavelet, s.
     virtual double wavelet_dt() const { return 1.0; }
+    /// The product of the misfit's Hessian (full or Gauss-Newton, with
+    /// respect to eps_r and sigma per S/m) with the direction (v_eps_r,
+    /// v_sigma), into hv_*; returns the propagations it took (a forward, a
+    /// Born or an adjoint run each). Collective. The default has none
+    /// (InvalidArgument).
+    virtual int hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r,
+                               const Array2D& v_sigma, HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma);
 };
 
 class DistributedRunner;
@@ -180,6 +205,8 @@ public:
     std::vector<double> estimate_wavelet(const Model& model, double water_level) override;
     void set_wavelet(const std::vector<double>& wavelet) override;
     double wavelet_dt() const override;
+    int hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r, const Array2D& v_sigma,
+                       HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma) override;
 
 private:
     DistributedRunner& runner_;
@@ -220,6 +247,9 @@ struct HistoryRow {
     int iteration = 0;
     double misfit = 0, misfit_relative = 0, gradient_norm = 0, step = 0;
     int evaluations = 0;
+    /// Propagations so far (a forward, Born or adjoint run each): the cost on
+    /// which methods compare.
+    int propagations = 0;
     double seconds = 0;
     double error_eps_r = -1, error_sigma = -1;  // relative L2 model errors when a true model is known
 };

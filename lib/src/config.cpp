@@ -553,7 +553,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model", "estimate_wavelet", "scan"});
+                   "true_model", "estimate_wavelet", "scan", "method", "newton"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -583,7 +583,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         const std::string sp = fmt::format("{}.stages[{}]", p, i);
         const YAML::Node n = stages[i];
         r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing"});
+                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method"});
         StageSpec st;
         st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
         if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
@@ -612,6 +612,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
         if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
         if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
+        if (n["method"])
+            st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
         s.stages.push_back(st);
     }
     bool eps_r_regularized = false, sigma_regularized = false;
@@ -651,6 +653,19 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (cal["sigma_step"]) s.calibration_sigma_step = r.number(cal["sigma_step"], p + ".calibration.sigma_step", 0, 10, true);
     }
     if (inv["petsc_options"]) s.petsc_options = r.text(inv["petsc_options"], p + ".petsc_options");
+    if (inv["method"]) s.method = parse_inversion_method(r.text(inv["method"], p + ".method", {"lbfgs", "gauss_newton", "newton"}));
+    if (const YAML::Node nt = inv["newton"]) {
+        r.map(nt, p + ".newton", {"cg_iterations", "cg_tolerance"});
+        if (nt["cg_iterations"]) s.newton_cg_iterations = static_cast<int>(r.integer(nt["cg_iterations"], p + ".newton.cg_iterations", 1, 1000));
+        if (nt["cg_tolerance"]) s.newton_cg_tolerance = r.number(nt["cg_tolerance"], p + ".newton.cg_tolerance", 0, 1, true);
+    }
+    // Newton-type methods need the misfit's Hessian in data space
+    bool newton_type = s.method != InversionMethod::lbfgs;
+    for (const StageSpec& st : s.stages) newton_type = newton_type || st.method.value_or(s.method) != InversionMethod::lbfgs;
+    if (newton_type && s.misfit != MisfitKind::l2 && s.misfit != MisfitKind::relative)
+        r.fail(inv["misfit"] ? inv["misfit"] : inv, p + ".misfit",
+               fmt::format("the {} misfit has no Hessian yet: methods gauss_newton and newton need misfit l2 or relative",
+                           to_string(s.misfit)));
     if (const YAML::Node mask = inv["mask"]) {
         if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
         for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));

@@ -44,6 +44,7 @@ void add_timings(RunTimings& into, const RunTimings& t) {
     into.level_storage = t.level_storage;
     into.imaging_steps = t.imaging_steps;
     into.forward_paired_share = t.forward_paired_share;
+    into.background_kept = t.background_kept;  // (the last batch's)
 }
 
 }  // namespace

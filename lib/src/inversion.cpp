@@ -57,13 +57,13 @@ double relative_error(const Array2D& a, const Array2D& truth) {
 }
 
 std::string history_header(bool errors) {
-    return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,seconds") +
+    return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,propagations,seconds") +
            (errors ? ",error_eps_r,error_sigma" : "") + "\n";
 }
 
 std::string history_line(const HistoryRow& r, bool errors) {
-    std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{:.3f}", r.stage, r.iteration, r.misfit,
-                                r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.seconds);
+    std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{},{:.3f}", r.stage, r.iteration, r.misfit,
+                                r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.propagations, r.seconds);
     if (errors) s += fmt::format(",{:.17g},{:.17g}", r.error_eps_r, r.error_sigma);
     return s + "\n";
 }
@@ -72,13 +72,14 @@ std::vector<HistoryRow> parse_history(const std::string& csv) {
     std::vector<HistoryRow> rows;
     std::istringstream in(csv);
     std::string line;
-    std::getline(in, line);  // header
+    std::getline(in, line);  // header; histories written before the propagations column lack it
+    const std::size_t shift = line.find(",propagations,") != std::string::npos ? 1 : 0;
     while (std::getline(in, line)) {
         if (line.empty()) continue;
         std::vector<std::string> f;
         std::stringstream ls(line);
         for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
-        if (f.size() < 8) throw Error("checkpoint: malformed history line: " + line);
+        if (f.size() < 8 + shift) throw Error("checkpoint: malformed history line: " + line);
         auto number = [&](std::size_t k) {  // (a number of the history is finite, subnormals included)
             const std::optional<double> v = parse_finite_double(f[k]);
             if (!v) throw InputFileError("checkpoint: malformed history line (column " + std::to_string(k + 1) + "): " + line);
@@ -92,10 +93,11 @@ std::vector<HistoryRow> parse_history(const std::string& csv) {
         r.gradient_norm = number(4);
         r.step = number(5);
         r.evaluations = static_cast<int>(number(6));
-        r.seconds = number(7);
-        if (f.size() >= 10) {
-            r.error_eps_r = number(8);
-            r.error_sigma = number(9);
+        if (shift) r.propagations = static_cast<int>(number(7));
+        r.seconds = number(7 + shift);
+        if (f.size() >= 10 + shift) {
+            r.error_eps_r = number(8 + shift);
+            r.error_sigma = number(9 + shift);
         }
         rows.push_back(r);
     }
@@ -160,6 +162,7 @@ public:
              const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
           config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer) {
+        method_ = stage.method.value_or(spec.method);
         if (stage.invert_eps_r) params_.push_back(0);
         if (stage.invert_sigma) params_.push_back(1);
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
@@ -191,6 +194,8 @@ public:
         if (resume) {
             iteration_offset_ = resume->iterations;
             evaluation_offset_ = resume->evaluations;
+            for (const HistoryRow& r : history_)
+                if (r.stage == stage_.name) propagation_offset_ = r.propagations;
             stage_seconds_offset_ = resume->stage_seconds;
             j0_ = resume->j0;
             s_eps_ = resume->scale_eps_r;
@@ -246,6 +251,7 @@ private:
                                       : objective_.evaluate(m, stage_, ge, gs);
         times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++evaluations_;
+        propagations_ += 2;  // the forward and the adjoint
         cache_model_ = m;
         cache_ge_ = ge;
         cache_gs_ = gs;
@@ -342,6 +348,7 @@ private:
         r.gradient_norm = gnorm;
         r.step = step;
         r.evaluations = evaluation_offset_ + evaluations_;
+        r.propagations = propagation_offset_ + propagations_;
         r.seconds = campaign_seconds();
         if (truth_) {
             r.error_eps_r = relative_error(model_.eps_r, truth_->eps_r);
@@ -353,8 +360,9 @@ private:
     void append_row(const HistoryRow& r) {
         history_.push_back(r);
         spdlog::info("stage {} iteration {:>3}: misfit {:.6g} ({:.4g} of the stage's start), |g| {:.3g}, step {:.3g}, "
-                     "{} evaluations, {:.1f} s{}",
-                     r.stage, r.iteration, r.misfit, r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.seconds,
+                     "{} evaluations, {} propagations, {:.1f} s{}",
+                     r.stage, r.iteration, r.misfit, r.misfit_relative, r.gradient_norm, r.step, r.evaluations,
+                     r.propagations, r.seconds,
                      r.error_eps_r >= 0 ? fmt::format("; model error eps_r {:.4f}, sigma {:.4f}", r.error_eps_r, r.error_sigma) : "");
     }
 
@@ -407,6 +415,162 @@ private:
             }
         }
         return r;
+    }
+
+    /// out += d2R/dx2 v: the regularisation's Hessian along v. Each term is a
+    /// function of q (eps_r / eps_ref, or ln(sigma / sigma_ref)), which is
+    /// linear in x; its Hessian along dq is the central difference of its
+    /// analytic gradient (exact for Tikhonov, whose gradient is linear; to
+    /// about 1e-8 for total variation).
+    void regularization_hessian(const Model& m, const double* v, double* out) const {
+        const Grid& g = m.grid;
+        for (std::size_t k = 0; k < params_.size(); ++k) {
+            const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
+            if (w.tikhonov == 0 && w.tv == 0) continue;
+            const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
+            Array2D q(g.nz, g.nx), dq(g.nz, g.nx);
+            double q_max = 0, dq_max = 0;
+            for (std::size_t i = 0; i < n_; ++i) {
+                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
+                                              : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
+                dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
+                q_max = std::max(q_max, std::abs(q.data()[i]));
+                dq_max = std::max(dq_max, std::abs(dq.data()[i]));
+            }
+            if (dq_max == 0) continue;
+            const double h = 1e-5 * std::max(q_max, 1.0) / dq_max;
+            auto gradient_at = [&](double t) {
+                Array2D qt(g.nz, g.nx), gq(g.nz, g.nx), part(g.nz, g.nx);
+                for (std::size_t i = 0; i < n_; ++i) qt.data()[i] = q.data()[i] + t * dq.data()[i];
+                if (w.tikhonov > 0) {
+                    tikhonov(qt, g.dx, g.dz, part);
+                    for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tikhonov * part.data()[i];
+                }
+                if (w.tv > 0) {
+                    part = Array2D(g.nz, g.nx);
+                    total_variation(qt, g.dx, g.dz, w.tv_beta, part);
+                    for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tv * part.data()[i];
+                }
+                return gq;
+            };
+            const Array2D plus = gradient_at(h), minus = gradient_at(-h);
+            for (std::size_t i = 0; i < n_; ++i)
+                if (!masked_[i]) out[k * n_ + i] += (plus.data()[i] - minus.data()[i]) / (2 * h) * dq_dx * weight_[i];
+        }
+    }
+
+    /// Hv = d2f/dx2 v at x (hessian_x_): the data term's Hessian through the
+    /// objective (the model's map x -> (eps_r, sigma) is linear in eps_r and
+    /// exponential in sigma; the full Hessian adds that map's curvature,
+    /// dJ/d sigma d2sigma/dx2, which Gauss-Newton leaves out), and the
+    /// regularisation's.
+    void hessian_product(const double* v, double* out) {
+        Model& m = trial_;
+        m = model_;
+        model_from_x(hessian_x_.data(), m);
+        const Grid& g = m.grid;
+        Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
+        for (std::size_t k = 0; k < params_.size(); ++k)
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < n_; ++i) {
+                if (masked_[i]) continue;
+                if (params_[k] == 0) ve.data()[i] = s_eps_ * weight_[i] * v[k * n_ + i];
+                else vs.data()[i] = m.sigma.data()[i] * s_sig_ * weight_[i] * v[k * n_ + i];
+            }
+        const bool full = method_ == InversionMethod::newton;
+        const auto t0 = std::chrono::steady_clock::now();
+        propagations_ += objective_.hessian_vector(m, stage_, ve, vs, full ? HessianKind::full : HessianKind::gauss_newton, he, hs);
+        times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++products_;
+        Array2D ge, gs;
+        if (full) physical(m, ge, gs);  // (TAO's gradient at x: cached)
+        for (std::size_t k = 0; k < params_.size(); ++k)
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < n_; ++i) {
+                double& o = out[k * n_ + i];
+                if (masked_[i]) {
+                    o = 0;
+                } else if (params_[k] == 0) {
+                    o = weight_[i] * s_eps_ * he.data()[i] / j0_;
+                } else {
+                    const double ds_dx = m.sigma.data()[i] * s_sig_ * weight_[i];
+                    o = ds_dx * hs.data()[i] / j0_;
+                    if (full) o += gs.data()[i] * ds_dx * s_sig_ * weight_[i] * v[k * n_ + i] / j0_;
+                }
+            }
+        regularization_hessian(m, v, out);
+    }
+
+    static PetscErrorCode form_hessian(Tao, Vec x, Mat, Mat, void* ctx) {
+        auto* self = static_cast<StageRun*>(ctx);
+        try {
+            self->hessian_x_ = self->gather(x);
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return 0;
+    }
+
+    static PetscErrorCode hessian_mult(Mat h, Vec in, Vec out) {
+        void* ctx = nullptr;
+        PetscCall(MatShellGetContext(h, &ctx));
+        auto* self = static_cast<StageRun*>(ctx);
+        try {
+            const std::vector<double> v = self->gather(in);
+            std::vector<double> hv(v.size(), 0.0);
+            self->hessian_product(v.data(), hv.data());
+            PetscInt lo = 0, hi = 0;
+            PetscCall(VecGetOwnershipRange(out, &lo, &hi));
+            PetscScalar* a = nullptr;
+            PetscCall(VecGetArray(out, &a));
+            std::copy(hv.begin() + lo, hv.begin() + hi, a);
+            PetscCall(VecRestoreArray(out, &a));
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return self->stopped_ ? PETSC_ERR_USER : 0;
+    }
+
+    /// Newton-type methods: TAO's bounded Newton line search with the Hessian
+    /// as a shell, its inner CG truncated (inversion.newton), preconditioned
+    /// by the updates' smoothing where the stage smooths, else by TAO's own
+    /// L-BFGS approximation.
+    void install_newton(Tao tao, Vec x) {
+        GPRFWI_PETSC(TaoSetType(tao, TAOBNLS));
+        PetscInt local = 0, global = 0;
+        GPRFWI_PETSC(VecGetLocalSize(x, &local));
+        GPRFWI_PETSC(VecGetSize(x, &global));
+        GPRFWI_PETSC(MatCreateShell(PETSC_COMM_WORLD, local, local, global, global, this, &hessian_));
+        GPRFWI_PETSC(MatShellSetOperation(hessian_, MATOP_MULT, reinterpret_cast<void (*)(void)>(&StageRun::hessian_mult)));
+        GPRFWI_PETSC(MatSetOption(hessian_, MAT_SYMMETRIC, PETSC_TRUE));
+        GPRFWI_PETSC(TaoSetHessian(tao, hessian_, hessian_, &StageRun::form_hessian, this));
+        KSP ksp;
+        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
+        if (ksp) {
+            GPRFWI_PETSC(KSPSetType(ksp, KSPSTCG));
+            GPRFWI_PETSC(KSPSetTolerances(ksp, spec_.newton_cg_tolerance, PETSC_DEFAULT, PETSC_DEFAULT,
+                                          spec_.newton_cg_iterations));
+        }
+        spdlog::info("stage {}: {} (TAO bnls), inner CG of at most {} Hessian-vector products to a relative residual "
+                     "of {}",
+                     stage_.name, method_ == InversionMethod::newton ? "Newton" : "Gauss-Newton", spec_.newton_cg_iterations,
+                     spec_.newton_cg_tolerance);
+    }
+
+    void install_newton_smoothing(Tao tao) {
+        KSP ksp;
+        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
+        if (!ksp) return;
+        PC pc;
+        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
+        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
+        GPRFWI_PETSC(PCShellSetContext(pc, this));
+        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_smoothing));
+        gamma_ = 1.0;  // (CG is blind to the preconditioner's scale)
+        spdlog::info("stage {}: the inner CG preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma)",
+                     stage_.name, smoothing_m(0), smoothing_m(1));
     }
 
     /// f(x) = J/J0 + R and df/dx over the full vector.
@@ -753,6 +917,7 @@ private:
         }
         GPRFWI_PETSC(TaoCreate(PETSC_COMM_WORLD, &tao));
         GPRFWI_PETSC(TaoSetType(tao, TAOBLMVM));
+        if (method_ != InversionMethod::lbfgs) install_newton(tao, x);
         GPRFWI_PETSC(TaoSetSolution(tao, x));
         GPRFWI_PETSC(TaoSetVariableBounds(tao, lo, hi));
         GPRFWI_PETSC(TaoSetObjectiveAndGradient(tao, nullptr, &StageRun::form_function_gradient, this));
@@ -765,14 +930,18 @@ private:
         TaoType type = nullptr;
         GPRFWI_PETSC(TaoGetType(tao, &type));
         spdlog::debug("stage {}: TAO type {}", stage_.name, type ? type : "?");
-        if (type && std::string(type) != TAOBLMVM) {
+        const char* method_type = method_ == InversionMethod::lbfgs ? TAOBLMVM : TAOBNLS;
+        if (type && std::string(type) != method_type) {
             const std::string t = type;
             const bool bounded = t == TAOBLMVM || t == TAOBQNLS || t == TAOBQNKLS || t == TAOBQNKTR || t == TAOBQNKTL ||
                                  t == TAOBNLS || t == TAOBNTR || t == TAOBNTL || t == TAOTRON || t == TAOGPCG || t == TAOBNCG;
             spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
-        if (smoothing_wanted()) install_smoothing(tao, type ? type : "", x);
+        if (smoothing_wanted()) {
+            if (method_ != InversionMethod::lbfgs && type && std::string(type) == TAOBNLS) install_newton_smoothing(tao);
+            else install_smoothing(tao, type ? type : "", x);
+        }
         {  // (L-BFGS's memory allocated here, not in the first iteration: timed apart)
             const auto t0 = std::chrono::steady_clock::now();
             GPRFWI_PETSC(TaoSetUp(tao));
@@ -786,6 +955,7 @@ private:
         const std::vector<double> xa = gather(xs);
         TaoDestroy(&tao);
         if (smoothing_h0_) MatDestroy(&smoothing_h0_);
+        if (hessian_) MatDestroy(&hessian_);
         smoothing_on_ = false;
         VecDestroy(&lo);
         VecDestroy(&hi);
@@ -816,6 +986,10 @@ private:
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
     int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
+    int propagation_offset_ = 0, propagations_ = 0, products_ = 0;
+    InversionMethod method_ = InversionMethod::lbfgs;
+    Mat hessian_ = nullptr;          // the Newton-type methods' Hessian (a shell), while TAO runs
+    std::vector<double> hessian_x_;  // the point TAO last asked the Hessian at
     double stage_seconds_offset_ = 0, campaign_offset_ = 0;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     bool stopped_ = false;
@@ -871,6 +1045,37 @@ double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2
     grad_sigma = std::move(g.grad_sigma);
     if (runner_.propagator().options().illumination) last_illumination_ = std::move(g.illumination);
     return g.misfit;
+}
+
+int FwiObjective::hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r,
+                                 const Array2D& v_sigma, HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma) {
+    HessianResult h = runner_.hessian(model, band_misfit(own_, kind_, stage.max_frequency_hz), {v_eps_r, v_sigma}, kind);
+    hv_eps_r = std::move(h.hv_eps_r);
+    hv_sigma = std::move(h.hv_sigma);
+    // the Born run (and the background's forward unless its levels were kept), the adjoint (two for full products)
+    const bool kept = runner_.timings().background_kept;
+    return (kept ? 1 : 2) + (kind == HessianKind::full ? 2 : 1);
+}
+
+int InversionObjective::hessian_vector(const Model&, const StageSpec&, const Array2D&, const Array2D&, HessianKind,
+                                       Array2D&, Array2D&) {
+    throw InvalidArgument("this objective has no Hessian-vector products: use inversion.method lbfgs");
+}
+
+InversionMethod parse_inversion_method(const std::string& name) {
+    if (name == "lbfgs") return InversionMethod::lbfgs;
+    if (name == "gauss_newton") return InversionMethod::gauss_newton;
+    if (name == "newton") return InversionMethod::newton;
+    throw InvalidArgument("inversion method must be lbfgs, gauss_newton or newton, got '" + name + "'");
+}
+
+const char* to_string(InversionMethod m) {
+    switch (m) {
+        case InversionMethod::lbfgs: return "lbfgs";
+        case InversionMethod::gauss_newton: return "gauss_newton";
+        case InversionMethod::newton: return "newton";
+    }
+    return "?";
 }
 
 double FwiObjective::evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
