@@ -6,7 +6,7 @@
 # says TOMOGRAPHY=1), the campaign with gprfwi's defaults, and the scores of
 # every iteration against the truth beside the resolution oracles
 # (scripts/plot/inversion-metrics.py). Writes OUT/benchmark.md (the table),
-# OUT/figures/ (truth, start, result and oracle; error against evaluations)
+# OUT/figures/ (truth, start, result and oracle; error against propagations)
 # and OUT/CASE.json (every number).
 #   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda]
 #                                  [-s KEY=VALUE ...] [CASE ...]
@@ -90,20 +90,21 @@ done
 "$python" - "$out" "${cases[@]}" <<'EOF'
 import json, os, sys
 out, cases = sys.argv[1], sys.argv[2:]
-rows = ["| case | parameter | start | tomography | result (closer than start) | Pearson | SSIM | oracle lambda/2 | oracle lambda/4 | evaluations | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+rows = ["| case | parameter | start | tomography | result (closer than start) | Pearson | SSIM | oracle lambda/2 | oracle lambda/4 | evaluations | propagations | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for case in cases:
     d = json.load(open(os.path.join(out, case + ".json")))
     tomo = os.path.join(out, case + "_tomography.json")
     t = json.load(open(tomo)) if os.path.exists(tomo) else None
     seconds = float(open(os.path.join(out, case, "seconds")).read())
     evaluations = d["iterations"][-1]["evaluations"] if d["iterations"] else ""
+    propagations = d["iterations"][-1]["propagations"] if d["iterations"] else ""
     for q in ("eps_r", "sigma"):
         f = d["final"][q]
         tomo_cell = f"{t['final'][q]['error']:.4f}" if t and q == "eps_r" else "-"
         rows.append(f"| {case} | {q} | {d['start'][q]['error']:.4f} | {tomo_cell} | {f['error']:.4f} ({f['closer_than_start']:+.0%}) "
                     f"| {f['pearson']:.3f} | {f['ssim']:.3f} | {d['oracle_half'][q]['error']:.4f} ({d['oracle_half'][q]['closer_than_start']:+.0%}) "
-                    f"| {d['oracle_quarter'][q]['error']:.4f} ({d['oracle_quarter'][q]['closer_than_start']:+.0%}) | {evaluations} | {seconds:.0f} |")
+                    f"| {d['oracle_quarter'][q]['error']:.4f} ({d['oracle_quarter'][q]['closer_than_start']:+.0%}) | {evaluations} | {propagations} | {seconds:.0f} |")
 text = ("Relative L2 model errors over each case's region (between and around the antennas); in brackets how much "
         "closer to the truth than the start.\n\n" + "\n".join(rows) + "\n")
 open(os.path.join(out, "benchmark.md"), "w").write(text)

@@ -534,9 +534,10 @@ private:
     }
 
     /// Newton-type methods: TAO's bounded Newton line search with the Hessian
-    /// as a shell, its inner CG truncated (inversion.newton), preconditioned
-    /// by the updates' smoothing where the stage smooths, else by TAO's own
-    /// L-BFGS approximation.
+    /// as a shell, its inner CG truncated (inversion.newton) and
+    /// preconditioned by TAO's own L-BFGS approximation. (The updates'
+    /// smoothing cannot precondition it: the CG runs on the free variables
+    /// only, a subvector whose layout changes with the active bounds.)
     void install_newton(Tao tao, Vec x) {
         GPRFWI_PETSC(TaoSetType(tao, TAOBNLS));
         PetscInt local = 0, global = 0;
@@ -557,20 +558,6 @@ private:
                      "of {}",
                      stage_.name, method_ == InversionMethod::newton ? "Newton" : "Gauss-Newton", spec_.newton_cg_iterations,
                      spec_.newton_cg_tolerance);
-    }
-
-    void install_newton_smoothing(Tao tao) {
-        KSP ksp;
-        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
-        if (!ksp) return;
-        PC pc;
-        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
-        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
-        GPRFWI_PETSC(PCShellSetContext(pc, this));
-        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_smoothing));
-        gamma_ = 1.0;  // (CG is blind to the preconditioner's scale)
-        spdlog::info("stage {}: the inner CG preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma)",
-                     stage_.name, smoothing_m(0), smoothing_m(1));
     }
 
     /// f(x) = J/J0 + R and df/dx over the full vector.
@@ -939,8 +926,9 @@ private:
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
         if (smoothing_wanted()) {
-            if (method_ != InversionMethod::lbfgs && type && std::string(type) == TAOBNLS) install_newton_smoothing(tao);
-            else install_smoothing(tao, type ? type : "", x);
+            if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
+            else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
+                              stage_.name, to_string(method_));
         }
         {  // (L-BFGS's memory allocated here, not in the first iteration: timed apart)
             const auto t0 = std::chrono::steady_clock::now();

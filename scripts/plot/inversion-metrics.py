@@ -18,7 +18,7 @@ between and around the antennas). The same for the start and for the
 oracles: the truth blurred by a Gaussian whose full width at half maximum is
 1/2 and 1/4 of the background's dominant wavelength c0 / (f sqrt(eps)).
 Writes NAME_models.png (truth, start, result and the lambda/4 oracle of each
-parameter), NAME_errors.png (error against evaluations, oracles as lines)
+parameter), NAME_errors.png (error against propagations, oracles as lines)
 and, with --json, every number. Needs numpy, h5py and matplotlib.
 """
 import csv
@@ -137,17 +137,20 @@ def main():
               "oracle_half": score_model(oracles[0.5]), "oracle_quarter": score_model(oracles[0.25]),
               "iterations": []}
     rows = history(a.run_dir)
-    evaluations, before, stage, in_stage = {}, 0, None, 0
-    for r in rows:  # the campaign's evaluations so far, per (stage, iteration); history counts per stage
+    # the campaign's evaluations and propagations so far, per (stage, iteration); the history counts per stage
+    # (propagations: forward, Born and adjoint runs; histories before that column: 2 an evaluation)
+    evaluations, before, stage, in_stage = {}, (0, 0), None, (0, 0)
+    for r in rows:
         if r["stage"] != stage:
-            before, stage, in_stage = before + in_stage, r["stage"], 0
-        in_stage = int(r["evaluations"])
-        evaluations[(stage, int(r["iteration"]))] = (before + in_stage, float(r["misfit"]))
+            before, stage, in_stage = (before[0] + in_stage[0], before[1] + in_stage[1]), r["stage"], (0, 0)
+        ev = int(r["evaluations"])
+        in_stage = (ev, int(r["propagations"]) if r.get("propagations") else 2 * ev)
+        evaluations[(stage, int(r["iteration"]))] = (before[0] + in_stage[0], before[1] + in_stage[1], float(r["misfit"]))
     for _, stage, iteration, path in iteration_models(a.run_dir):
         m, _, _ = read_model(path)
-        ev, misfit = evaluations.get((stage, iteration), (None, None))
-        result["iterations"].append({"stage": stage, "iteration": iteration, "evaluations": ev, "misfit": misfit,
-                                     **score_model(m)})
+        ev, prop, misfit = evaluations.get((stage, iteration), (None, None, None))
+        result["iterations"].append({"stage": stage, "iteration": iteration, "evaluations": ev, "propagations": prop,
+                                     "misfit": misfit, **score_model(m)})
     final = os.path.join(a.run_dir, "model_final.h5")
     if os.path.exists(final):
         final_model, _, _ = read_model(final)
@@ -187,11 +190,11 @@ def main():
     fig, axes = gp.plt.subplots(1, 2, figsize=(12, 4))
     for ax, q in zip(axes, PARAMETERS):
         its = [r for r in result["iterations"] if r["evaluations"] is not None]
-        ax.plot([0] + [r["evaluations"] for r in its], [result["start"][q]["error"]] + [r[q]["error"] for r in its],
+        ax.plot([0] + [r["propagations"] for r in its], [result["start"][q]["error"]] + [r[q]["error"] for r in its],
                 "o-", ms=3, label="inversion")
         for key, style, name in (("oracle_half", "--", "oracle $\\lambda$/2"), ("oracle_quarter", ":", "oracle $\\lambda$/4")):
             ax.axhline(result[key][q]["error"], ls=style, color="k", lw=1, label=name)
-        ax.set_xlabel("gradient evaluations")
+        ax.set_xlabel("propagations (forward, Born and adjoint runs)")
         ax.set_ylabel(f"relative L2 error of {q}")
         ax.set_title(a.name)
         ax.legend(fontsize=8)
