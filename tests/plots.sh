@@ -19,9 +19,10 @@ export OMP_NUM_THREADS=1
 "$python" "$plot/plot-model.py" inv/model_final.h5 -o png
 "$python" "$plot/plot-gathers.py" start/synthetic.h5 --observed truth/synthetic.h5 --shots 0,4 -o png
 "$python" "$plot/plot-history.py" inv -o png
+"$python" "$plot/compare-methods.py" inv inv --labels a b -o png
 
 expected="model_eps_r model_sigma gradient_grad_eps_r gradient_grad_sigma model_final_eps_r model_final_sigma
-  gather_shot000 gather_shot004 traces_shot000 traces_shot004 history"
+  gather_shot000 gather_shot004 traces_shot000 traces_shot004 history methods"
 for name in $expected; do
   f=png/$name.png
   test -s "$f" || { echo "missing $f"; exit 1; }
