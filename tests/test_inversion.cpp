@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -725,6 +726,49 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     for (std::string line; std::getline(csv, line);) ++lines;
     EXPECT_EQ(lines, r.history.size() + 1);
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
+}
+
+// A checkpoint written before history.csv had its propagations column
+// resumes: its rows read as they were, the propagations counted on from 0
+// for the rows it lacks them, and the new rows have them.
+TEST(Tao, ResumesACheckpointWithoutThePropagationsColumn) {
+    const Grid g{10, 8, 0.1, 0.1};
+    const std::string dir = scratch_dir("resume-old-history");
+    InversionSpec spec = quadratic_spec();
+    Quadratic q(g, 1.0);
+    q.stop_after = 12;
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
+    clear_stop_request();
+    // the checkpoint's history as the earlier format wrote it: column 8 (propagations) left out
+    const std::string path = dir + "/checkpoint.h5";
+    H5Attributes a;
+    for (const char* k : {"stage", "stage_done", "iterations", "evaluations", "seconds", "stage_seconds", "j0",
+                          "scale_eps_r", "scale_sigma", "sigma_ref", "eps_ref"})
+        a.numbers[k] = 0;
+    a.texts["history"] = "";
+    const Model saved = read_model_h5(path, g, &a);
+    std::istringstream in(a.texts["history"]);
+    std::string old, line;
+    std::size_t rows = 0;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::stringstream ls(line);
+        for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+        ASSERT_GE(f.size(), 9u) << line;
+        if (rows++ == 0) ASSERT_EQ(f[7], "propagations");
+        f.erase(f.begin() + 7);
+        for (std::size_t k = 0; k < f.size(); ++k) old += (k ? "," : "") + f[k];
+        old += "\n";
+    }
+    a.texts["history"] = old;
+    write_model_h5(path, saved, "", a);
+    Quadratic q2(g, 1.0);
+    const InversionResult r = invert(start, spec, q2, dir, "", true);
+    ASSERT_GT(r.history.size(), rows - 1);
+    for (std::size_t i = 0; i + 1 < rows; ++i) EXPECT_EQ(r.history[i].propagations, 0) << "row " << i << " had none";
+    EXPECT_GT(r.history.back().propagations, 0) << "the resumed rows count theirs";
+    EXPECT_EQ(r.history.back().stage, "both");
 }
 
 }  // namespace
