@@ -756,7 +756,9 @@ TEST(Tao, ResumesACheckpointWithoutThePropagationsColumn) {
         std::stringstream ls(line);
         for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
         ASSERT_GE(f.size(), 9u) << line;
-        if (rows++ == 0) ASSERT_EQ(f[7], "propagations");
+        if (rows++ == 0) {
+            ASSERT_EQ(f[7], "propagations");
+        }
         f.erase(f.begin() + 7);
         for (std::size_t k = 0; k < f.size(); ++k) old += (k ? "," : "") + f[k];
         old += "\n";

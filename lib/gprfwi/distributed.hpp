@@ -70,6 +70,8 @@ public:
     double communication_seconds() const { return communication_s_; }
 
 private:
+    /// Shots a batch holds: shots_per_batch, or all of this rank's.
+    std::size_t batch_shots() const;
     Survey batch_survey(std::size_t first, std::size_t count) const;
     void log_batch(std::size_t first, std::size_t count, const char* what) const;
 

@@ -72,9 +72,8 @@ Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
-        for (std::size_t first = 0; first < shots_.size(); first += per) {
-            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
+            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "forward");
@@ -92,9 +91,8 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
-        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
-        for (std::size_t first = 0; first < shots_.size(); first += per) {
-            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
+            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
@@ -137,9 +135,8 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
-        for (std::size_t first = 0; first < shots_.size(); first += per) {
-            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
+            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
             Traces t = propagator_->born(model, b, dm);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "Born");
@@ -156,9 +153,8 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     total.hv_sigma = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
-        const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
-        for (std::size_t first = 0; first < shots_.size(); first += per) {
-            const Survey b = batch_survey(first, std::min(per, shots_.size() - first));
+        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
+            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
             const BatchMisfit m(misfit, shots_.data() + first);
             HessianResult h = propagator_->hessian(model, b, m, v, kind);
             add_timings(timings_, propagator_->last_timings());
@@ -194,8 +190,12 @@ void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
     for (Shot& s : survey_.shots) s.wavelet = wavelet;
 }
 
+std::size_t DistributedRunner::batch_shots() const {
+    return shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+}
+
 void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
-    const std::size_t per = shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+    const std::size_t per = batch_shots();
     const std::size_t batches = (shots_.size() + per - 1) / per;
     if (batches < 2) return;  // one batch: the command's own lines say it all
     spdlog::info("{} batch {}/{} (shots {}..{} of this rank) done; {:.1f} s so far", what, first / per + 1, batches,

@@ -108,6 +108,30 @@ CoefficientPerturbation perturb_coefficients(const PropagationSetup& s, const Mo
     return p;
 }
 
+/// Node i's value of the per-node sum `sum` of the shot groups' results,
+/// added in group order.
+template <typename Result>
+double summed(const std::vector<Result>& parts, std::span<const double> Result::* sum, std::size_t i) {
+    double v = (parts[0].*sum)[i];
+    for (std::size_t g = 1; g < parts.size(); ++g) v += (parts[g].*sum)[i];
+    return v;
+}
+
+/// The gradient's chain rule on the groups' adjoint sums: dJ/dca = g_prev,
+/// dJ/dcb = (g_next - ca g_prev)/cb at every padded node (ca, cb as the
+/// engines used them), through ca(eps_r, sigma), cb(eps_r, sigma), folded
+/// onto the model node each extends.
+void first_order_chain_rule(const PropagationSetup& s, const Model& model, Precision precision,
+                            const std::vector<AdjointResult>& a, Array2D& eps_r, Array2D& sigma) {
+    fold_terms(s, eps_r, sigma, [&](std::size_t i, int mz, int mx) {
+        const double ca = as_used(s.ca()[i], precision), cb = as_used(s.cb()[i], precision);
+        const double grad_ca = summed(a, &AdjointResult::g_prev, i);
+        const double grad_cb = (summed(a, &AdjointResult::g_next, i) - ca * grad_ca) / cb;
+        const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
+        return std::pair{grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r, grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma};
+    });
+}
+
 bool same_model(const Model& a, const Model& b) {
     const Grid &ga = a.grid, &gb = b.grid;
     return ga.nx == gb.nx && ga.nz == gb.nz && ga.dx == gb.dx && ga.dz == gb.dz && a.eps_r.values() == b.eps_r.values() &&
@@ -333,29 +357,15 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     timings_.adjoint_s = seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
 
-    // the groups' sums, added in group order
-    auto summed = [&](std::span<const double> AdjointResult::* sum, std::size_t i) {
-        double v = (a[0].*sum)[i];
-        for (std::size_t g = 1; g < a.size(); ++g) v += (a[g].*sum)[i];
-        return v;
-    };
-    // chain rule through ca(eps_r, sigma), cb(eps_r, sigma) at every padded
-    // node, folded onto the model node it extends (fold_to_model's order)
     const std::size_t nodes = a[0].g_prev.size();
-    fold_terms(s, out.grad_eps_r, out.grad_sigma, [&](std::size_t i, int mz, int mx) {
-        const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
-        const double grad_ca = summed(&AdjointResult::g_prev, i);
-        const double grad_cb = (summed(&AdjointResult::g_next, i) - ca * grad_ca) / cb;
-        const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), s.time.dt_internal);
-        return std::pair{grad_ca * d.dca_deps_r + grad_cb * d.dcb_deps_r, grad_ca * d.dca_dsigma + grad_cb * d.dcb_dsigma};
-    });
+    first_order_chain_rule(s, model, options_.precision, a, out.grad_eps_r, out.grad_sigma);
     if (!a[0].illumination.empty()) {
         if (a.size() == 1) {
             out.illumination = fold_to_model(s, a[0].illumination);
         } else {
             std::vector<double> energy(nodes);
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(&AdjointResult::illumination, i);
+            for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(a, &AdjointResult::illumination, i);
             out.illumination = fold_to_model(s, energy);
         }
     }
@@ -434,18 +444,7 @@ HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey
         groups.each([&](int g, Engine& e) { a[static_cast<std::size_t>(g)] = e.adjoint(groups.slice(dr, g)); });
         timings_.adjoint_s = seconds_since(t0);
         t0 = std::chrono::steady_clock::now();
-        auto summed = [&](std::span<const double> AdjointResult::* sum, std::size_t i) {
-            double x = (a[0].*sum)[i];
-            for (std::size_t g = 1; g < a.size(); ++g) x += (a[g].*sum)[i];
-            return x;
-        };
-        fold_terms(s, out.hv_eps_r, out.hv_sigma, [&](std::size_t i, int mz, int mx) {
-            const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
-            const double h_ca = summed(&AdjointResult::g_prev, i);
-            const double h_cb = (summed(&AdjointResult::g_next, i) - ca * h_ca) / cb;
-            const auto d = lossy_coefficient_derivatives(model.eps_r(mz, mx), model.sigma(mz, mx), dt);
-            return std::pair{h_ca * d.dca_deps_r + h_cb * d.dcb_deps_r, h_ca * d.dca_dsigma + h_cb * d.dcb_dsigma};
-        });
+        first_order_chain_rule(s, model, options_.precision, a, out.hv_eps_r, out.hv_sigma);
     } else {
         std::vector<SecondOrderResult> a(static_cast<std::size_t>(groups.size()));
         groups.each([&](int g, Engine& e) {
@@ -453,21 +452,16 @@ HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey
         });
         timings_.adjoint_s = seconds_since(t0);
         t0 = std::chrono::steady_clock::now();
-        auto summed = [&](std::span<const double> SecondOrderResult::* sum, std::size_t i) {
-            double x = (a[0].*sum)[i];
-            for (std::size_t g = 1; g < a.size(); ++g) x += (a[g].*sum)[i];
-            return x;
-        };
         // the gradient's chain rule (as in gradient()) differentiated along v:
         //   G_ca = g_prev, G_cb = (g_next - ca G_ca)/cb
         //   dG_ca = dg_prev, dG_cb = (dg_next - ca dG_ca - dca G_ca)/cb - G_cb dcb/cb
         //   Hv = dG . dc/dm + G . (d2c/dm2 v)
         fold_terms(s, out.hv_eps_r, out.hv_sigma, [&](std::size_t i, int mz, int mx) {
             const double ca = as_used(s.ca()[i], options_.precision), cb = as_used(s.cb()[i], options_.precision);
-            const double g_ca = summed(&SecondOrderResult::g_prev, i);
-            const double g_cb = (summed(&SecondOrderResult::g_next, i) - ca * g_ca) / cb;
-            const double dg_ca = summed(&SecondOrderResult::dg_prev, i);
-            const double dg_cb = (summed(&SecondOrderResult::dg_next, i) - ca * dg_ca - p.dca[i] * g_ca) / cb - g_cb * p.dcb[i] / cb;
+            const double g_ca = summed(a, &SecondOrderResult::g_prev, i);
+            const double g_cb = (summed(a, &SecondOrderResult::g_next, i) - ca * g_ca) / cb;
+            const double dg_ca = summed(a, &SecondOrderResult::dg_prev, i);
+            const double dg_cb = (summed(a, &SecondOrderResult::dg_next, i) - ca * dg_ca - p.dca[i] * g_ca) / cb - g_cb * p.dcb[i] / cb;
             const double e = model.eps_r(mz, mx), sg = model.sigma(mz, mx);
             const auto d = lossy_coefficient_derivatives(e, sg, dt);
             const auto d2 = lossy_coefficient_second_derivatives(e, sg, dt);

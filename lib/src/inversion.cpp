@@ -387,6 +387,17 @@ private:
         }
     }
 
+    /// What parameter k's regulariser measures at model m: eps_r / eps_ref,
+    /// or ln(sigma / sigma_ref) (sigma may be 0 in masked nodes, air: the
+    /// logarithm starts at the lower bound).
+    Array2D regularized_quantity(const Model& m, std::size_t k) const {
+        Array2D q(m.grid.nz, m.grid.nx);
+        for (std::size_t i = 0; i < n_; ++i)
+            q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
+                                          : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
+        return q;
+    }
+
     /// Regularisation of the active parameters at model m; adds df/dx into gx.
     double regularization(const Model& m, double* gx) const {
         double r = 0;
@@ -394,11 +405,8 @@ private:
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
-            Array2D q(g.nz, g.nx), gq(g.nz, g.nx);
-            for (std::size_t i = 0; i < n_; ++i)
-                // sigma may be 0 in masked nodes (air): the logarithm starts at the lower bound
-                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
-                                              : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
+            const Array2D q = regularized_quantity(m, k);
+            Array2D gq(g.nz, g.nx);
             Array2D part(g.nz, g.nx);
             if (w.tikhonov > 0) {
                 r += w.tikhonov * tikhonov(q, g.dx, g.dz, part);
@@ -428,11 +436,10 @@ private:
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
             const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-            Array2D q(g.nz, g.nx), dq(g.nz, g.nx);
+            const Array2D q = regularized_quantity(m, k);
+            Array2D dq(g.nz, g.nx);
             double q_max = 0, dq_max = 0;
             for (std::size_t i = 0; i < n_; ++i) {
-                q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
-                                              : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
                 dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
                 q_max = std::max(q_max, std::abs(q.data()[i]));
                 dq_max = std::max(dq_max, std::abs(dq.data()[i]));
