@@ -294,9 +294,20 @@ void run_inversion(const BenchArgs& a) {
     spec.save_models = false;
     const Survey survey = bench_survey(a, grid, spec.eps_r_min);
     const PropagatorOptions opt = fix_survey_wide_options(base, start, survey);
+    // what a campaign that names only data, survey, start and bounds gets (inversion.hpp, "auto")
+    const double wavelength = dominant_wavelength(start, dominant_frequency(survey.shots.front().wavelet, survey.dt));
+    const double area = (grid.nx - 1) * grid.dx * (grid.nz - 1) * grid.dz;
+    spec.smoothing_m = kAutoSmoothingWavelengths * wavelength;
+    spec.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength;
+    spec.regularize_eps_r.tv = spec.regularize_sigma.tv = kAutoTotalVariation * wavelength / area;
+    spec.taper_radius_m = kAutoTaperWavelengths * wavelength;
+    for (const Shot& shot : survey.shots) {
+        for (const auto& s : shot.sources) spec.taper_points.push_back(s.position);
+        spec.taper_points.insert(spec.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
+    }
     DistributedRunner runner(survey, opt, 0);
     Traces observed = runner.forward(truth);  // this rank's shots
-    FwiObjective fwi(runner, std::move(observed), MisfitKind::l2);
+    FwiObjective fwi(runner, std::move(observed), spec.misfit);
     TimedObjective objective(fwi, runner);
     StageSpec stage;
     stage.name = "bench";

@@ -20,6 +20,7 @@
 #include <numeric>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -140,6 +141,43 @@ struct StageTimes {
     double evaluations = 0;      // s in the objective
     double writing = 0;          // s rank 0 spent handing files to the writer (or waiting for it)
     double optimiser_setup = 0;  // s in TaoSetUp (L-BFGS's vectors)
+    double before_solve = 0;     // s from the stage's start to TaoSolve (calibration included)
+    double evaluations_before_solve = 0;
+    double callbacks = 0;        // s in TAO's calls of the objective and the Hessian (evaluations included)
+    double smoothing = 0;        // s applying the smoothing preconditioner
+    double smoothing_scale = 0;  // s updating its scale (in the monitor)
+    double monitor = 0;          // s in the iteration monitor (smoothing_scale and writing included)
+    double solve = 0;            // s in TaoSolve
+};
+
+/// to = from, the copy spread over the threads (the driver copies whole
+/// models and gradients per evaluation).
+void copy_parallel(const Array2D& from, Array2D& to) {
+    if (to.nz() != from.nz() || to.nx() != from.nx()) to = Array2D(from.nz(), from.nx());
+    const double* f = from.data();
+    double* t = to.data();
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < from.size(); ++i) t[i] = f[i];
+}
+
+void copy_parallel(const Model& from, Model& to) {
+    to.grid = from.grid;
+    copy_parallel(from.eps_r, to.eps_r);
+    copy_parallel(from.sigma, to.sigma);
+    copy_parallel(from.mu_r, to.mu_r);
+}
+
+/// Adds the seconds of its scope to a total.
+class ScopeTimer {
+public:
+    explicit ScopeTimer(double& total) : total_(total) {}
+    ~ScopeTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    ScopeTimer(const ScopeTimer&) = delete;
+    ScopeTimer& operator=(const ScopeTimer&) = delete;
+
+private:
+    double& total_;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 /// What a checkpoint holds besides the model.
@@ -169,19 +207,32 @@ public:
         weight_.assign(n_, 1.0);
         const Grid& g = model.grid;
         const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
-        for (int iz = 0; iz < g.nz; ++iz)
+        // every antenna once (shots share them), and each only over the nodes within its radius
+        std::vector<Position> tapered = spec.taper_radius_m > 0 ? spec.taper_points : std::vector<Position>{};
+        std::sort(tapered.begin(), tapered.end(), [](const Position& a, const Position& b) { return std::tie(a.x, a.z) < std::tie(b.x, b.z); });
+        tapered.erase(std::unique(tapered.begin(), tapered.end(), [](const Position& a, const Position& b) { return a.x == b.x && a.z == b.z; }),
+                      tapered.end());
+        const double radius = spec.taper_radius_m;
+#pragma omp parallel for schedule(static)
+        for (int iz = 0; iz < g.nz; ++iz) {
             for (int ix = 0; ix < g.nx; ++ix) {
                 double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
                 // an edge node also sets the CPML strip beyond it (the model is extended into the
                 // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
                 if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
                 if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
-                if (spec.taper_radius_m > 0)
-                    for (const Position& p : spec.taper_points) {
-                        const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
-                        if (d < spec.taper_radius_m) w = std::min(w, std::pow(std::sin(0.5 * M_PI * d / spec.taper_radius_m), 2));
-                    }
             }
+            for (const Position& p : tapered) {
+                if (std::abs(iz * g.dz - p.z) >= radius) continue;
+                const int from = std::max(0, static_cast<int>(std::floor((p.x - radius) / g.dx)));
+                const int to = std::min(g.nx - 1, static_cast<int>(std::ceil((p.x + radius) / g.dx)));
+                for (int ix = from; ix <= to; ++ix) {
+                    const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
+                    double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
+                    if (d < radius) w = std::min(w, std::pow(std::sin(0.5 * M_PI * d / radius), 2));
+                }
+            }
+        }
         masked_.assign(n_, 0);
         for (std::size_t i = 0; i < n_; ++i)
             if (weight_[i] < 1e-3) masked_[i] = 1;
@@ -240,8 +291,8 @@ private:
     /// cache; with `illumination`, evaluated afresh and the energy filled in.
     double physical(const Model& m, Array2D& ge, Array2D& gs, Array2D* illumination = nullptr) {
         if (!illumination && cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values()) {
-            ge = cache_ge_;
-            gs = cache_gs_;
+            copy_parallel(cache_ge_, ge);
+            copy_parallel(cache_gs_, gs);
             return cache_j_;
         }
         ge = Array2D(m.grid.nz, m.grid.nx);
@@ -252,9 +303,9 @@ private:
         times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++evaluations_;
         propagations_ += 2;  // the forward and the adjoint
-        cache_model_ = m;
-        cache_ge_ = ge;
-        cache_gs_ = gs;
+        copy_parallel(m, cache_model_);
+        copy_parallel(ge, cache_ge_);
+        copy_parallel(gs, cache_gs_);
         cache_j_ = j;
         cache_valid_ = true;
         return j;
@@ -392,33 +443,39 @@ private:
     /// logarithm starts at the lower bound).
     Array2D regularized_quantity(const Model& m, std::size_t k) const {
         Array2D q(m.grid.nz, m.grid.nx);
+#pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n_; ++i)
             q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
                                           : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
         return q;
     }
 
+    /// One parameter's regulariser w at q: its value, and its gradient in gq
+    /// (of q's shape, zero on entry).
+    static double regularizer(const Array2D& q, const RegularizationSpec& w, const Grid& g, Array2D& gq) {
+        double r = 0;
+        Array2D part(g.nz, g.nx);
+        for (auto [weight, term] : {std::pair{w.tikhonov, 0}, std::pair{w.tv, 1}}) {
+            if (weight == 0) continue;
+            part.values().assign(part.size(), 0.0);
+            r += weight * (term == 0 ? tikhonov(q, g.dx, g.dz, part) : total_variation(q, g.dx, g.dz, w.tv_beta, part));
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < q.size(); ++i) gq.data()[i] += weight * part.data()[i];
+        }
+        return r;
+    }
+
     /// Regularisation of the active parameters at model m; adds df/dx into gx.
     double regularization(const Model& m, double* gx) const {
         double r = 0;
-        const Grid& g = m.grid;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
-            const Array2D q = regularized_quantity(m, k);
-            Array2D gq(g.nz, g.nx);
-            Array2D part(g.nz, g.nx);
-            if (w.tikhonov > 0) {
-                r += w.tikhonov * tikhonov(q, g.dx, g.dz, part);
-                for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tikhonov * part.data()[i];
-            }
-            if (w.tv > 0) {
-                part = Array2D(g.nz, g.nx);
-                r += w.tv * total_variation(q, g.dx, g.dz, w.tv_beta, part);
-                for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tv * part.data()[i];
-            }
+            Array2D gq(m.grid.nz, m.grid.nx);
+            r += regularizer(regularized_quantity(m, k), w, m.grid, gq);
             if (gx) {
                 const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
+#pragma omp parallel for schedule(static)
                 for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq.data()[i] * dq_dx * weight_[i];
             }
         }
@@ -447,17 +504,10 @@ private:
             if (dq_max == 0) continue;
             const double h = 1e-5 * std::max(q_max, 1.0) / dq_max;
             auto gradient_at = [&](double t) {
-                Array2D qt(g.nz, g.nx), gq(g.nz, g.nx), part(g.nz, g.nx);
+                Array2D qt(g.nz, g.nx), gq(g.nz, g.nx);
+#pragma omp parallel for schedule(static)
                 for (std::size_t i = 0; i < n_; ++i) qt.data()[i] = q.data()[i] + t * dq.data()[i];
-                if (w.tikhonov > 0) {
-                    tikhonov(qt, g.dx, g.dz, part);
-                    for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tikhonov * part.data()[i];
-                }
-                if (w.tv > 0) {
-                    part = Array2D(g.nz, g.nx);
-                    total_variation(qt, g.dx, g.dz, w.tv_beta, part);
-                    for (std::size_t i = 0; i < n_; ++i) gq.data()[i] += w.tv * part.data()[i];
-                }
+                regularizer(qt, w, g, gq);
                 return gq;
             };
             const Array2D plus = gradient_at(h), minus = gradient_at(-h);
@@ -473,7 +523,7 @@ private:
     /// regularisation's.
     void hessian_product(const double* v, double* out) {
         Model& m = trial_;
-        m = model_;
+        copy_parallel(model_, m);
         model_from_x(hessian_x_.data(), m);
         const Grid& g = m.grid;
         Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
@@ -523,6 +573,7 @@ private:
         void* ctx = nullptr;
         PetscCall(MatShellGetContext(h, &ctx));
         auto* self = static_cast<StageRun*>(ctx);
+        const ScopeTimer timer(self->times_.callbacks);
         try {
             const std::vector<double> v = self->gather(in);
             std::vector<double> hv(v.size(), 0.0);
@@ -570,7 +621,7 @@ private:
     /// f(x) = J/J0 + R and df/dx over the full vector.
     double objective(const double* x, double* gx) {
         Model& m = trial_;  // (its memory reused from one evaluation to the next)
-        m = model_;
+        copy_parallel(model_, m);
         model_from_x(x, m);
         Array2D ge, gs;
         const double j = physical(m, ge, gs);
@@ -613,6 +664,7 @@ private:
         void* ctx = nullptr;
         PetscCall(PCShellGetContext(pc, &ctx));
         auto* self = static_cast<StageRun*>(ctx);
+        const ScopeTimer timer(self->times_.smoothing);
         try {
             const std::vector<double> y = self->smooth(self->gather(in));
             PetscInt lo = 0, hi = 0;
@@ -656,6 +708,7 @@ private:
     // --- TAO ---
     static PetscErrorCode form_function_gradient(Tao, Vec x, PetscReal* f, Vec g, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
+        const ScopeTimer timer(self->times_.callbacks);
         try {
             self->evaluate(x, f, g);
         } catch (...) {
@@ -667,6 +720,7 @@ private:
 
     static PetscErrorCode monitor(Tao tao, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
+        const ScopeTimer timer(self->times_.monitor);
         try {
             self->on_iteration(tao);
         } catch (...) {
@@ -686,11 +740,12 @@ private:
         GPRFWI_PETSC(VecGetOwnershipRanges(x, &ranges));
         const PetscScalar* a = nullptr;
         GPRFWI_PETSC(VecGetArrayRead(x, &a));
-        std::vector<double> out(static_cast<std::size_t>(n));
         const int ranks = parallel::place().size;
+        std::vector<double> out;
         if (ranks == 1) {
-            std::copy(a, a + (hi - lo), out.begin());
+            out.assign(a, a + (hi - lo));
         } else {
+            out.resize(static_cast<std::size_t>(n));
             std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
             for (int r = 0; r < ranks; ++r) {
                 offsets[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r]);
@@ -717,7 +772,8 @@ private:
         GPRFWI_PETSC(VecGetOwnershipRange(g, &lo, &hi));
         PetscScalar* gl = nullptr;
         GPRFWI_PETSC(VecGetArray(g, &gl));
-        std::copy(ga.begin() + lo, ga.begin() + hi, gl);
+#pragma omp parallel for schedule(static)
+        for (PetscInt i = lo; i < hi; ++i) gl[i - lo] = ga[static_cast<std::size_t>(i)];
         GPRFWI_PETSC(VecRestoreArray(g, &gl));
         // every rank stops when any was signalled
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
@@ -728,7 +784,10 @@ private:
         PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
         TaoConvergedReason reason;
         GPRFWI_PETSC(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason));
-        if (smoothing_on_) update_smoothing_scale(tao);
+        if (smoothing_on_) {
+            const ScopeTimer timer(times_.smoothing_scale);
+            update_smoothing_scale(tao);
+        }
         if (its == 0) return;  // the starting point, recorded at calibration
         TaoLineSearch ls;
         PetscReal step = 0;
@@ -828,13 +887,18 @@ private:
     }
 
     void log_times() const {
+        const StageTimes& t = times_;
         const double wall = elapsed();
-        spdlog::info("stage {}: {:.2f} s, of which {:.2f} s ({:.0f}%) in {} evaluations of the objective, {:.2f} s "
-                     "handing files to the writer, {:.2f} s setting up TAO; {:.2f} s in the optimiser's iterations and "
-                     "the rest",
-                     stage_.name, wall, times_.evaluations, 100.0 * times_.evaluations / std::max(wall, 1e-9),
-                     evaluations_, times_.writing, times_.optimiser_setup,
-                     wall - times_.evaluations - times_.writing - times_.optimiser_setup);
+        const double in_solve = t.evaluations - t.evaluations_before_solve;
+        spdlog::info("stage {}: {:.2f} s, of which {:.2f} s ({:.0f}%) in {} evaluations of the objective; around them "
+                     "{:.2f} s of the driver's work, {:.2f} s of set-up (calibration's bookkeeping, weights, TAO's "
+                     "vectors {:.2f} s), {:.2f} s smoothing updates, {:.2f} s recording iterations (handing files to the "
+                     "writer {:.2f} s), {:.2f} s in TAO's own steps, {:.2f} s finishing",
+                     stage_.name, wall, t.evaluations, 100.0 * t.evaluations / std::max(wall, 1e-9), evaluations_,
+                     t.callbacks - in_solve, t.before_solve - t.evaluations_before_solve, t.optimiser_setup,
+                     t.smoothing + t.smoothing_scale, t.monitor - t.smoothing_scale, t.writing,
+                     t.solve - t.callbacks - t.monitor - t.smoothing,
+                     wall - t.before_solve - t.solve);
     }
 
     static PetscErrorCode h0_mult(Mat h0, Vec in, Vec out) {
@@ -932,17 +996,22 @@ private:
             spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
+        const auto setup0 = std::chrono::steady_clock::now();
         if (smoothing_wanted()) {
             if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
             else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
                               stage_.name, to_string(method_));
         }
-        {  // (L-BFGS's memory allocated here, not in the first iteration: timed apart)
-            const auto t0 = std::chrono::steady_clock::now();
-            GPRFWI_PETSC(TaoSetUp(tao));
-            times_.optimiser_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
+        GPRFWI_PETSC(TaoSetUp(tao));
+        times_.optimiser_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
+        times_.before_solve = elapsed();
+        times_.evaluations_before_solve = times_.evaluations;
+        PetscErrorCode rc = 0;
+        {
+            const ScopeTimer timer(times_.solve);
+            rc = TaoSolve(tao);
         }
-        const PetscErrorCode rc = TaoSolve(tao);
         TaoConvergedReason reason = TAO_CONTINUE_ITERATING;
         if (rc == 0) TaoGetConvergedReason(tao, &reason);
         Vec xs;

@@ -88,16 +88,26 @@ std::vector<double> prefix_sums(const std::vector<double>& k) {
 }  // namespace
 
 void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes, SmoothingEdges edges) {
-    std::vector<double> work;
+    // lines are independent: they run in parallel, each thread with its own copy of the line
     if (sx_nodes > 0) {
         const auto k = gaussian_kernel(sx_nodes);
         const auto tail = prefix_sums(k);
-        for (int iz = 0; iz < nz; ++iz) convolve_line(a + static_cast<std::ptrdiff_t>(iz) * nx, nx, 1, k, tail, edges, work);
+#pragma omp parallel
+        {
+            std::vector<double> work;
+#pragma omp for schedule(static)
+            for (int iz = 0; iz < nz; ++iz) convolve_line(a + static_cast<std::ptrdiff_t>(iz) * nx, nx, 1, k, tail, edges, work);
+        }
     }
     if (sz_nodes > 0) {
         const auto k = gaussian_kernel(sz_nodes);
         const auto tail = prefix_sums(k);
-        for (int ix = 0; ix < nx; ++ix) convolve_line(a + ix, nz, nx, k, tail, edges, work);
+#pragma omp parallel
+        {
+            std::vector<double> work;
+#pragma omp for schedule(static)
+            for (int ix = 0; ix < nx; ++ix) convolve_line(a + ix, nz, nx, k, tail, edges, work);
+        }
     }
 }
 

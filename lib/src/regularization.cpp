@@ -1,49 +1,78 @@
 #include "gprfwi/regularization.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace gprfwi {
 
+namespace {
+
+/// The value and gradient of a term that is a sum over nodes of a function of
+/// the node's two forward differences. `edge(iz, ix, fx, fz)` returns the
+/// node's share of the value and sets fx, fz to what the node's right and
+/// lower edges pass on: each edge adds +f to its far node and -f to the node
+/// itself. Rows run in parallel: each node gathers what its left and upper
+/// neighbours pass on (so no two threads write one node), and the value is
+/// summed per row, then over rows in order, so the result does not depend on
+/// the number of threads.
+template <class Edge>
+double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
+    const int nz = q.nz(), nx = q.nx();
+    Array2D fx(nz, nx), fz(nz, nx);
+    std::vector<double> rows(static_cast<std::size_t>(nz), 0.0);
+#pragma omp parallel for schedule(static)
+    for (int iz = 0; iz < nz; ++iz) {
+        double r = 0;
+        for (int ix = 0; ix < nx; ++ix) r += edge(iz, ix, fx(iz, ix), fz(iz, ix));
+        rows[static_cast<std::size_t>(iz)] = r;
+    }
+#pragma omp parallel for schedule(static)
+    for (int iz = 0; iz < nz; ++iz)
+        for (int ix = 0; ix < nx; ++ix) {
+            // in the order a serial sweep over the edges would add them
+            double v = g(iz, ix);
+            if (iz > 0) v += fz(iz - 1, ix);
+            if (ix > 0) v += fx(iz, ix - 1);
+            v -= fx(iz, ix);
+            v -= fz(iz, ix);
+            g(iz, ix) = v;
+        }
+    double r = 0;
+    for (double row : rows) r += row;
+    return r;
+}
+
+}  // namespace
+
 double tikhonov(const Array2D& q, double dx, double dz, Array2D& g) {
     const double area = dx * dz;
-    double r = 0;
-    for (int iz = 0; iz < q.nz(); ++iz)
-        for (int ix = 0; ix < q.nx(); ++ix) {
-            if (ix + 1 < q.nx()) {
-                const double d = (q(iz, ix + 1) - q(iz, ix)) / dx;
-                r += 0.5 * d * d * area;
-                g(iz, ix + 1) += d / dx * area;
-                g(iz, ix) -= d / dx * area;
-            }
-            if (iz + 1 < q.nz()) {
-                const double d = (q(iz + 1, ix) - q(iz, ix)) / dz;
-                r += 0.5 * d * d * area;
-                g(iz + 1, ix) += d / dz * area;
-                g(iz, ix) -= d / dz * area;
-            }
+    return edge_sum(q, g, [&](int iz, int ix, double& fx, double& fz) {
+        double r = 0;
+        fx = fz = 0;
+        if (ix + 1 < q.nx()) {
+            const double d = (q(iz, ix + 1) - q(iz, ix)) / dx;
+            r += 0.5 * d * d * area;
+            fx = d / dx * area;
         }
-    return r;
+        if (iz + 1 < q.nz()) {
+            const double d = (q(iz + 1, ix) - q(iz, ix)) / dz;
+            r += 0.5 * d * d * area;
+            fz = d / dz * area;
+        }
+        return r;
+    });
 }
 
 double total_variation(const Array2D& q, double dx, double dz, double beta, Array2D& g) {
     const double area = dx * dz;
-    double r = 0;
-    for (int iz = 0; iz < q.nz(); ++iz)
-        for (int ix = 0; ix < q.nx(); ++ix) {
-            const double ddx = ix + 1 < q.nx() ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0;
-            const double ddz = iz + 1 < q.nz() ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0;
-            const double n = std::sqrt(ddx * ddx + ddz * ddz + beta * beta);
-            r += n * area;
-            if (ix + 1 < q.nx()) {
-                g(iz, ix + 1) += ddx / n / dx * area;
-                g(iz, ix) -= ddx / n / dx * area;
-            }
-            if (iz + 1 < q.nz()) {
-                g(iz + 1, ix) += ddz / n / dz * area;
-                g(iz, ix) -= ddz / n / dz * area;
-            }
-        }
-    return r;
+    return edge_sum(q, g, [&](int iz, int ix, double& fx, double& fz) {
+        const double ddx = ix + 1 < q.nx() ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0;
+        const double ddz = iz + 1 < q.nz() ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0;
+        const double n = std::sqrt(ddx * ddx + ddz * ddz + beta * beta);
+        fx = ix + 1 < q.nx() ? ddx / n / dx * area : 0.0;
+        fz = iz + 1 < q.nz() ? ddz / n / dz * area : 0.0;
+        return n * area;
+    });
 }
 
 }  // namespace gprfwi
