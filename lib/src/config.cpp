@@ -573,9 +573,10 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.stages = automatic_stages(f_dominant);
         s.defaults.push_back(fmt::format("stages auto: {} iterations of eps_r and sigma on data below {:.4g} Hz ({} of "
                                          "the wavelet's dominant frequency), then {} on the full band, each until its "
-                                         "misfit falls by less than 1% over 3 iterations",
+                                         "misfit falls by less than {}% over {} iterations",
                                          s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
-                                         s.stages[1].iterations));
+                                         s.stages[1].iterations, 100 * s.stages[1].min_relative_decrease,
+                                         s.stages[1].decrease_window));
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
@@ -678,15 +679,21 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
     s.smoothing_m = s.smoothing_sigma_m = -1;
     if (inv["smoothing"]) read_smoothing(inv["smoothing"], r, p + ".smoothing", c.grid, s.smoothing_m, s.smoothing_sigma_m);
+    // automatic stages: the full band's stage smooths by a share of the automatic lengths
+    const bool auto_stages = !stages || is_auto(stages);
+    const std::string full_band =
+        auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
     if (s.smoothing_m < 0) {
         s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
-        s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m)", s.smoothing_m,
-                                         kAutoSmoothingWavelengths, wavelength));
+        if (auto_stages) s.stages[1].smoothing_m = kAutoFullBandSmoothingShare * s.smoothing_m;
+        s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m{})",
+                                         s.smoothing_m, kAutoSmoothingWavelengths, wavelength, full_band));
     }
     if (s.smoothing_sigma_m < 0) {
         s.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength;
-        s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength)", s.smoothing_sigma_m,
-                                         kAutoSigmaSmoothingWavelengths));
+        if (auto_stages) s.stages[1].smoothing_sigma_m = kAutoFullBandSmoothingShare * s.smoothing_sigma_m;
+        s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength{})",
+                                         s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths, full_band));
     }
     read_scan(inv["scan"], r, p + ".scan", c, f_dominant, s);
     if (inv["illumination"])

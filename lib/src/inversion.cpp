@@ -1289,11 +1289,12 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     low.max_frequency_hz = kAutoLowBandOfDominant * f_dominant_hz;
     low.invert_eps_r = low.invert_sigma = true;
     low.iterations = 15;
-    low.min_relative_decrease = 0.01;
+    low.min_relative_decrease = 0.005;
+    low.decrease_window = 5;
     StageSpec full = low;
     full.name = "full";
     full.max_frequency_hz = 0;
-    full.iterations = 40;
+    full.iterations = 80;
     return {low, full};
 }
 
