@@ -15,10 +15,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["final"]
 checks = [
-    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.50),
-    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.60),
-    ("eps_r SSIM", f["eps_r"]["ssim"], 0.65),
-    ("sigma SSIM", f["sigma"]["ssim"], 0.75),
+    # measured on the development VM at a9c9dae: 0.639, 0.767, 0.803, 0.900
+    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.60),
+    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.72),
+    ("eps_r SSIM", f["eps_r"]["ssim"], 0.76),
+    ("sigma SSIM", f["sigma"]["ssim"], 0.85),
 ]
 failed = False
 for name, value, least in checks:
