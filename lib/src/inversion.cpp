@@ -167,6 +167,17 @@ void copy_parallel(const Model& from, Model& to) {
     copy_parallel(from.mu_r, to.mu_r);
 }
 
+/// Writes this rank's part of the whole vector v, times `scale`, into out.
+void scatter(const std::vector<double>& v, Vec out, double scale = 1.0) {
+    PetscInt lo = 0, hi = 0;
+    GPRFWI_PETSC(VecGetOwnershipRange(out, &lo, &hi));
+    PetscScalar* a = nullptr;
+    GPRFWI_PETSC(VecGetArray(out, &a));
+#pragma omp parallel for schedule(static)
+    for (PetscInt i = lo; i < hi; ++i) a[i - lo] = scale * v[static_cast<std::size_t>(i)];
+    GPRFWI_PETSC(VecRestoreArray(out, &a));
+}
+
 /// Adds the seconds of its scope to a total.
 class ScopeTimer {
 public:
@@ -578,12 +589,7 @@ private:
             const std::vector<double> v = self->gather(in);
             std::vector<double> hv(v.size(), 0.0);
             self->hessian_product(v.data(), hv.data());
-            PetscInt lo = 0, hi = 0;
-            PetscCall(VecGetOwnershipRange(out, &lo, &hi));
-            PetscScalar* a = nullptr;
-            PetscCall(VecGetArray(out, &a));
-            std::copy(hv.begin() + lo, hv.begin() + hi, a);
-            PetscCall(VecRestoreArray(out, &a));
+            scatter(hv, out);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -666,13 +672,7 @@ private:
         auto* self = static_cast<StageRun*>(ctx);
         const ScopeTimer timer(self->times_.smoothing);
         try {
-            const std::vector<double> y = self->smooth(self->gather(in));
-            PetscInt lo = 0, hi = 0;
-            PetscCall(VecGetOwnershipRange(out, &lo, &hi));
-            PetscScalar* a = nullptr;
-            PetscCall(VecGetArray(out, &a));
-            for (PetscInt i = lo; i < hi; ++i) a[i - lo] = self->gamma_ * y[static_cast<std::size_t>(i)];
-            PetscCall(VecRestoreArray(out, &a));
+            scatter(self->smooth(self->gather(in)), out, self->gamma_);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -768,13 +768,7 @@ private:
         for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(ga[i]);
         if (!finite)
             throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
-        PetscInt lo = 0, hi = 0;
-        GPRFWI_PETSC(VecGetOwnershipRange(g, &lo, &hi));
-        PetscScalar* gl = nullptr;
-        GPRFWI_PETSC(VecGetArray(g, &gl));
-#pragma omp parallel for schedule(static)
-        for (PetscInt i = lo; i < hi; ++i) gl[i - lo] = ga[static_cast<std::size_t>(i)];
-        GPRFWI_PETSC(VecRestoreArray(g, &gl));
+        scatter(ga, g);
         // every rank stops when any was signalled
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
     }
@@ -965,14 +959,9 @@ private:
                 }
                 x0[j] = std::clamp(x0[j], l0[j], h0[j]);
             }
-        PetscInt rlo = 0, rhi = 0;
-        GPRFWI_PETSC(VecGetOwnershipRange(x, &rlo, &rhi));
-        for (auto [vec, src] : {std::pair{x, &x0}, std::pair{lo, &l0}, std::pair{hi, &h0}}) {
-            PetscScalar* a = nullptr;
-            GPRFWI_PETSC(VecGetArray(vec, &a));
-            std::copy(src->begin() + rlo, src->begin() + rhi, a);
-            GPRFWI_PETSC(VecRestoreArray(vec, &a));
-        }
+        scatter(x0, x);
+        scatter(l0, lo);
+        scatter(h0, hi);
         GPRFWI_PETSC(TaoCreate(PETSC_COMM_WORLD, &tao));
         GPRFWI_PETSC(TaoSetType(tao, TAOBLMVM));
         if (method_ != InversionMethod::lbfgs) install_newton(tao, x);
