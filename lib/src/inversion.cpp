@@ -466,7 +466,8 @@ private:
     static double regularizer(const Array2D& q, const RegularizationSpec& w, const Grid& g, Array2D& gq) {
         double r = 0;
         Array2D part(g.nz, g.nx);
-        for (auto [weight, term] : {std::pair{w.tikhonov, 0}, std::pair{w.tv, 1}}) {
+        for (int term = 0; term < 2; ++term) {
+            const double weight = term == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
             if (weight == 0) continue;
             part.values().assign(part.size(), 0.0);
             r += weight * (term == 0 ? tikhonov(q, g.dx, g.dz, part) : total_variation(q, g.dx, g.dz, w.tv_beta, part));
