@@ -10,6 +10,7 @@
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/parallel.hpp"
+#include "timing.hpp"
 
 namespace gprfwi {
 
@@ -123,7 +124,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     buffer[2 * n] = total.misfit;
     const auto t0 = std::chrono::steady_clock::now();
     parallel::sum(buffer.data(), buffer.size());
-    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    communication_s_ += seconds_since(t0);
     std::copy_n(buffer.begin(), n, total.grad_eps_r.data());
     std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.grad_sigma.data());
     total.misfit = buffer[2 * n];
@@ -177,7 +178,7 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     buffer[2 * n] = total.misfit;
     const auto t0 = std::chrono::steady_clock::now();
     parallel::sum(buffer.data(), buffer.size());
-    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    communication_s_ += seconds_since(t0);
     std::copy_n(buffer.begin(), n, total.hv_eps_r.data());
     std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.hv_sigma.data());
     total.misfit = buffer[2 * n];
@@ -228,7 +229,7 @@ Traces DistributedRunner::gather(const Traces& local) {
     const int rc = MPI_Gatherv(mine.data(), n, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
                                MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) throw Error("gather: MPI_Gatherv failed");
-    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    communication_s_ += seconds_since(t0);
     if (p.rank != 0) return {};
     Traces out = make_traces(survey_);
     std::size_t at = 0;

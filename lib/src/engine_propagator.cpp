@@ -23,6 +23,7 @@
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
+#include "timing.hpp"
 
 namespace gprfwi {
 
@@ -51,10 +52,6 @@ InternalTraces to_internal_adjoint(const PropagationSetup& s, const Traces& adjo
         for (std::size_t k = 0; k < r[si].size(); ++k)
             s.downsample.apply_transpose(adjoint_source[si].receiver(static_cast<int>(k)), r[si][k].data());
     return r;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 /// ca, cb as the engine used them (rounded to the arithmetic type).

@@ -34,6 +34,7 @@
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet_estimation.hpp"
+#include "timing.hpp"
 
 namespace gprfwi {
 
@@ -144,9 +145,8 @@ struct StageTimes {
     double before_solve = 0;     // s from the stage's start to TaoSolve (calibration included)
     double evaluations_before_solve = 0;
     double callbacks = 0;        // s in TAO's calls of the objective and the Hessian (evaluations included)
-    double smoothing = 0;        // s applying the smoothing preconditioner
-    double smoothing_scale = 0;  // s updating its scale (in the monitor)
-    double monitor = 0;          // s in the iteration monitor (smoothing_scale and writing included)
+    double smoothing = 0;        // s applying the smoothing preconditioner and updating its scale
+    double monitor = 0;          // s in the iteration monitor (writing included)
     double solve = 0;            // s in TaoSolve
 };
 
@@ -178,18 +178,6 @@ void scatter(const std::vector<double>& v, Vec out, double scale = 1.0) {
     GPRFWI_PETSC(VecRestoreArray(out, &a));
 }
 
-/// Adds the seconds of its scope to a total.
-class ScopeTimer {
-public:
-    explicit ScopeTimer(double& total) : total_(total) {}
-    ~ScopeTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
-    ScopeTimer(const ScopeTimer&) = delete;
-    ScopeTimer& operator=(const ScopeTimer&) = delete;
-
-private:
-    double& total_;
-    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-};
 
 /// What a checkpoint holds besides the model.
 struct CheckpointState {
@@ -221,8 +209,7 @@ public:
         // every antenna once (shots share them), and each only over the nodes within its radius
         std::vector<Position> tapered = spec.taper_radius_m > 0 ? spec.taper_points : std::vector<Position>{};
         std::sort(tapered.begin(), tapered.end(), [](const Position& a, const Position& b) { return std::tie(a.x, a.z) < std::tie(b.x, b.z); });
-        tapered.erase(std::unique(tapered.begin(), tapered.end(), [](const Position& a, const Position& b) { return a.x == b.x && a.z == b.z; }),
-                      tapered.end());
+        tapered.erase(std::unique(tapered.begin(), tapered.end()), tapered.end());
         const double radius = spec.taper_radius_m;
 #pragma omp parallel for schedule(static)
         for (int iz = 0; iz < g.nz; ++iz) {
@@ -286,7 +273,7 @@ public:
     double campaign_seconds() const { return campaign_offset_ + elapsed(); }
 
 private:
-    double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    double elapsed() const { return seconds_since(t0_); }
 
     void clamp_to_bounds() {
 #pragma omp parallel for schedule(static)
@@ -298,28 +285,26 @@ private:
         }
     }
 
-    /// The data misfit and physical gradient at the model, with a one-entry
-    /// cache; with `illumination`, evaluated afresh and the energy filled in.
-    double physical(const Model& m, Array2D& ge, Array2D& gs, Array2D* illumination = nullptr) {
-        if (!illumination && cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values()) {
-            copy_parallel(cache_ge_, ge);
-            copy_parallel(cache_gs_, gs);
+    /// The data misfit at the model; its physical gradient is then in
+    /// cache_ge_, cache_gs_ (a one-entry cache: the same model is not
+    /// evaluated twice). With `illumination`, evaluated afresh and the energy
+    /// filled in.
+    double physical(const Model& m, Array2D* illumination = nullptr) {
+        if (!illumination && cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values())
             return cache_j_;
+        cache_valid_ = false;
+        cache_ge_ = Array2D(m.grid.nz, m.grid.nx);
+        cache_gs_ = Array2D(m.grid.nz, m.grid.nx);
+        {
+            const ScopeTimer timer(times_.evaluations);
+            cache_j_ = illumination ? objective_.evaluate_with_illumination(m, stage_, cache_ge_, cache_gs_, *illumination)
+                                    : objective_.evaluate(m, stage_, cache_ge_, cache_gs_);
         }
-        ge = Array2D(m.grid.nz, m.grid.nx);
-        gs = Array2D(m.grid.nz, m.grid.nx);
-        const auto t0 = std::chrono::steady_clock::now();
-        const double j = illumination ? objective_.evaluate_with_illumination(m, stage_, ge, gs, *illumination)
-                                      : objective_.evaluate(m, stage_, ge, gs);
-        times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++evaluations_;
         propagations_ += 2;  // the forward and the adjoint
         copy_parallel(m, cache_model_);
-        copy_parallel(ge, cache_ge_);
-        copy_parallel(gs, cache_gs_);
-        cache_j_ = j;
         cache_valid_ = true;
-        return j;
+        return cache_j_;
     }
 
     void calibrate() {
@@ -330,11 +315,10 @@ private:
         }
         eps_ref_ = e_sum / static_cast<double>(n_);
         sigma_ref_ = std::exp(s_log / static_cast<double>(n_));
-        Array2D ge, gs;
         double j = 0;
         if (spec_.illumination_stabilization > 0) {
             Array2D illumination;
-            j = physical(model_, ge, gs, &illumination);
+            j = physical(model_, &illumination);
             precondition(illumination);
             parallel::collectively([&] {
                 if (parallel::is_root())
@@ -343,8 +327,9 @@ private:
                                     "variable from illumination preconditioning", config_);
             });
         } else {
-            j = physical(model_, ge, gs);
+            j = physical(model_);
         }
+        const Array2D &ge = cache_ge_, &gs = cache_gs_;
         j0_ = j > 0 ? j : 1.0;
         double ge_max = 0, gs_max = 0;
 #pragma omp parallel for schedule(static) reduction(max : ge_max, gs_max)
@@ -547,12 +532,13 @@ private:
                 else vs.data()[i] = m.sigma.data()[i] * s_sig_ * weight_[i] * v[k * n_ + i];
             }
         const bool full = method_ == InversionMethod::newton;
-        const auto t0 = std::chrono::steady_clock::now();
-        propagations_ += objective_.hessian_vector(m, stage_, ve, vs, full ? HessianKind::full : HessianKind::gauss_newton, he, hs);
-        times_.evaluations += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        {
+            const ScopeTimer timer(times_.evaluations);
+            propagations_ += objective_.hessian_vector(m, stage_, ve, vs, full ? HessianKind::full : HessianKind::gauss_newton, he, hs);
+        }
         ++products_;
-        Array2D ge, gs;
-        if (full) physical(m, ge, gs);  // (TAO's gradient at x: cached)
+        if (full) physical(m);  // (TAO's gradient at x: cached)
+        const Array2D& gs = cache_gs_;
         for (std::size_t k = 0; k < params_.size(); ++k)
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i) {
@@ -630,8 +616,8 @@ private:
         Model& m = trial_;  // (its memory reused from one evaluation to the next)
         copy_parallel(model_, m);
         model_from_x(x, m);
-        Array2D ge, gs;
-        const double j = physical(m, ge, gs);
+        const double j = physical(m);
+        const Array2D &ge = cache_ge_, &gs = cache_gs_;
         for (std::size_t k = 0; k < params_.size(); ++k)
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i)
@@ -721,8 +707,12 @@ private:
 
     static PetscErrorCode monitor(Tao tao, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
-        const ScopeTimer timer(self->times_.monitor);
         try {
+            if (self->smoothing_on_) {
+                const ScopeTimer timer(self->times_.smoothing);
+                self->update_smoothing_scale(tao);
+            }
+            const ScopeTimer timer(self->times_.monitor);
             self->on_iteration(tao);
         } catch (...) {
             self->failure_ = std::current_exception();
@@ -779,10 +769,6 @@ private:
         PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
         TaoConvergedReason reason;
         GPRFWI_PETSC(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason));
-        if (smoothing_on_) {
-            const ScopeTimer timer(times_.smoothing_scale);
-            update_smoothing_scale(tao);
-        }
         if (its == 0) return;  // the starting point, recorded at calibration
         TaoLineSearch ls;
         PetscReal step = 0;
@@ -820,7 +806,7 @@ private:
     /// the background writer (collectively agreed, so that a failure of the
     /// write before stops every rank).
     void write_iteration(int iteration, bool stage_done) {
-        const auto t0 = std::chrono::steady_clock::now();
+        const ScopeTimer timer(times_.writing);
         const double seconds = campaign_seconds();
         const double stage_seconds = stage_seconds_offset_ + elapsed();
         parallel::collectively([&] {
@@ -872,7 +858,6 @@ private:
                 write_text_atomically((std::filesystem::path(out) / "history.csv").string(), csv);
             });
         });
-        times_.writing += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
 
     void finish(const std::string& why) {
@@ -891,7 +876,7 @@ private:
                      "writer {:.2f} s), {:.2f} s in TAO's own steps, {:.2f} s finishing",
                      stage_.name, wall, t.evaluations, 100.0 * t.evaluations / std::max(wall, 1e-9), evaluations_,
                      t.callbacks - in_solve, t.before_solve - t.evaluations_before_solve, t.optimiser_setup,
-                     t.smoothing + t.smoothing_scale, t.monitor - t.smoothing_scale, t.writing,
+                     t.smoothing, t.monitor, t.writing,
                      t.solve - t.callbacks - t.monitor - t.smoothing,
                      wall - t.before_solve - t.solve);
     }
@@ -986,15 +971,15 @@ private:
             spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
                          bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
         }
-        const auto setup0 = std::chrono::steady_clock::now();
-        if (smoothing_wanted()) {
-            if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
-            else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
-                              stage_.name, to_string(method_));
+        {  // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
+            const ScopeTimer timer(times_.optimiser_setup);
+            if (smoothing_wanted()) {
+                if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
+                else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
+                                  stage_.name, to_string(method_));
+            }
+            GPRFWI_PETSC(TaoSetUp(tao));
         }
-        // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
-        GPRFWI_PETSC(TaoSetUp(tao));
-        times_.optimiser_setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count();
         times_.before_solve = elapsed();
         times_.evaluations_before_solve = times_.evaluations;
         PetscErrorCode rc = 0;
@@ -1260,7 +1245,7 @@ Model scan_start(const Model& start, const InversionSpec& spec, InversionObjecti
                              relative_error(scan.model.sigma, truth->sigma));
     spdlog::info("background scan ({} forward runs, {:.1f} s, {}): eps_r x {:.4g}, sigma x {:.4g}, "
                  "misfit {:.6g}{}; wrote {} and {}",
-                 scan.points.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 scan.points.size(), seconds_since(t0),
                  stage.max_frequency_hz > 0 ? fmt::format("data below {:.4g} Hz", stage.max_frequency_hz) : "all data",
                  scan.eps_r_factor, scan.sigma_factor, j_best, errors, (dir / "scan.csv").string(),
                  (dir / "scan.h5").string());
