@@ -296,11 +296,11 @@ void run_inversion(const BenchArgs& a) {
     const PropagatorOptions opt = fix_survey_wide_options(base, start, survey);
     // what a campaign that names only data, survey, start and bounds gets (inversion.hpp, "auto")
     const double wavelength = dominant_wavelength(start, dominant_frequency(survey.shots.front().wavelet, survey.dt));
-    const double area = (grid.nx - 1) * grid.dx * (grid.nz - 1) * grid.dz;
-    spec.smoothing_m = kAutoSmoothingWavelengths * wavelength;
-    spec.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength;
-    spec.regularize_eps_r.tv = spec.regularize_sigma.tv = kAutoTotalVariation * wavelength / area;
-    spec.taper_radius_m = kAutoTaperWavelengths * wavelength;
+    const AutomaticSettings automatic = automatic_settings(wavelength, grid);
+    spec.smoothing_m = automatic.smoothing_eps_r_m;
+    spec.smoothing_sigma_m = automatic.smoothing_sigma_m;
+    spec.regularize_eps_r.tv = spec.regularize_sigma.tv = automatic.total_variation;
+    spec.taper_radius_m = automatic.taper_radius_m;
     for (const Shot& shot : survey.shots) {
         for (const auto& s : shot.sources) spec.taper_points.push_back(s.position);
         spec.taper_points.insert(spec.taper_points.end(), shot.receivers.begin(), shot.receivers.end());

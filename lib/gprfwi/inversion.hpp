@@ -153,6 +153,16 @@ inline constexpr double kAutoTaperWavelengths = 0.25;
 /// has not yet explained (docs/inversion.md, "Defaults").
 inline constexpr double kAutoTotalVariation = 0.1;
 
+/// What the constants above give a campaign for what it does not name, from
+/// the dominant wavelength (m) and the model's grid: the smoothing lengths
+/// (before the full-band share), the taper's radius, and the total
+/// variation's weight, per wavelength over the model's area.
+struct AutomaticSettings {
+    double smoothing_eps_r_m = 0, smoothing_sigma_m = 0, taper_radius_m = 0;
+    double area_m2 = 0, total_variation = 0;
+};
+AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
+
 /// The stages of a campaign that names none (`stages: auto`): eps_r and
 /// sigma together in every stage (eps_r alone explains the amplitudes of
 /// conductive zones by eps_r artefacts), first the data below this share of

@@ -630,18 +630,18 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         }
     }
     // total variation, its weight per wavelength over the model's area
-    const double area = std::max(c.grid.nx - 1, 1) * c.grid.dx * std::max(c.grid.nz - 1, 1) * c.grid.dz;
+    const AutomaticSettings automatic = automatic_settings(wavelength, c.grid);
     if (!eps_r_regularized) {
-        s.regularize_eps_r.tv = kAutoTotalVariation * wavelength / area;
+        s.regularize_eps_r.tv = automatic.total_variation;
         s.defaults.push_back(fmt::format("regularization.eps_r auto: total variation of eps_r / eps_ref, weight {:.3g} "
                                          "({} dominant wavelengths over the model's {:.3g} m^2)",
-                                         s.regularize_eps_r.tv, kAutoTotalVariation, area));
+                                         s.regularize_eps_r.tv, kAutoTotalVariation, automatic.area_m2));
     }
     if (!sigma_regularized) {
-        s.regularize_sigma.tv = kAutoTotalVariation * wavelength / area;
+        s.regularize_sigma.tv = automatic.total_variation;
         s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
                                          "dominant wavelengths over the model's {:.3g} m^2)",
-                                         s.regularize_sigma.tv, kAutoTotalVariation, area));
+                                         s.regularize_sigma.tv, kAutoTotalVariation, automatic.area_m2));
     }
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
@@ -684,13 +684,13 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const std::string full_band =
         auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
     if (s.smoothing_m < 0) {
-        s.smoothing_m = kAutoSmoothingWavelengths * wavelength;
+        s.smoothing_m = automatic.smoothing_eps_r_m;
         if (auto_stages) s.stages[1].smoothing_m = kAutoFullBandSmoothingShare * s.smoothing_m;
         s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m{})",
                                          s.smoothing_m, kAutoSmoothingWavelengths, wavelength, full_band));
     }
     if (s.smoothing_sigma_m < 0) {
-        s.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength;
+        s.smoothing_sigma_m = automatic.smoothing_sigma_m;
         if (auto_stages) s.stages[1].smoothing_sigma_m = kAutoFullBandSmoothingShare * s.smoothing_sigma_m;
         s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength{})",
                                          s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths, full_band));
@@ -699,7 +699,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
-    s.taper_radius_m = kAutoTaperWavelengths * wavelength;
+    s.taper_radius_m = automatic.taper_radius_m;
     if (const YAML::Node taper = inv["taper"]) {
         r.map(taper, p + ".taper", {"radius"});
         const YAML::Node radius = r.required(taper, p + ".taper", "radius");

@@ -1258,6 +1258,16 @@ double dominant_wavelength(const Model& model, double f_dominant_hz) {
     return speed_of_light() / (f_dominant_hz * std::sqrt(model.max_eps_mu()));
 }
 
+AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid) {
+    AutomaticSettings a;
+    a.smoothing_eps_r_m = kAutoSmoothingWavelengths * wavelength_m;
+    a.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength_m;
+    a.taper_radius_m = kAutoTaperWavelengths * wavelength_m;
+    a.area_m2 = std::max(grid.nx - 1, 1) * grid.dx * std::max(grid.nz - 1, 1) * grid.dz;
+    a.total_variation = kAutoTotalVariation * wavelength_m / a.area_m2;
+    return a;
+}
+
 std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec low;
     low.name = "low";
