@@ -3,6 +3,7 @@
 // batches on its propagator, with misfit and gradient summed over all ranks.
 // The same code runs with one rank and without MPI.
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -72,6 +73,12 @@ public:
 private:
     /// Shots a batch holds: shots_per_batch, or all of this rank's.
     std::size_t batch_shots() const;
+    /// f(first, batch) for this rank's shots, a batch at a time, in order.
+    template <typename Fn>
+    void each_batch(Fn&& f) const {
+        for (std::size_t first = 0; first < shots_.size(); first += batch_shots())
+            f(first, batch_survey(first, std::min(batch_shots(), shots_.size() - first)));
+    }
     Survey batch_survey(std::size_t first, std::size_t count) const;
     void log_batch(std::size_t first, std::size_t count, const char* what) const;
 

@@ -73,13 +73,12 @@ Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
-            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
+        each_batch([&](std::size_t first, const Survey& b) {
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "forward");
             for (auto& s : t) out.push_back(std::move(s));
-        }
+        });
     });
     return out;
 }
@@ -92,8 +91,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
-        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
-            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
+        each_batch([&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
@@ -113,7 +111,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             }
             for (auto& s : g.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
-        }
+        });
     });
     // one reduction for misfit, both gradients and the illumination
     const std::size_t n = total.grad_eps_r.size();
@@ -136,13 +134,12 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
-            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
+        each_batch([&](std::size_t first, const Survey& b) {
             Traces t = propagator_->born(model, b, dm);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "Born");
             for (auto& s : t) out.push_back(std::move(s));
-        }
+        });
     });
     return out;
 }
@@ -154,8 +151,7 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     total.hv_sigma = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
-        for (std::size_t first = 0; first < shots_.size(); first += batch_shots()) {
-            const Survey b = batch_survey(first, std::min(batch_shots(), shots_.size() - first));
+        each_batch([&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             HessianResult h = propagator_->hessian(model, b, m, v, kind);
             add_timings(timings_, propagator_->last_timings());
@@ -168,7 +164,7 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
             }
             for (auto& s : h.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& s : h.born) total.born.push_back(std::move(s));
-        }
+        });
     });
     // one reduction for the misfit and both products
     const std::size_t n = total.hv_eps_r.size();
