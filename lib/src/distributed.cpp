@@ -85,10 +85,7 @@ Traces DistributedRunner::forward(const Model& model) {
 
 GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit& misfit) {
     GradientResult total;
-    total.grad_eps_r = Array2D(model.grid.nz, model.grid.nx);
-    total.grad_sigma = Array2D(model.grid.nz, model.grid.nx);
     const bool illumination = propagator_->options().illumination;
-    if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
         each_batch([&](std::size_t first, const Survey& b) {
@@ -97,7 +94,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "gradient");
             total.misfit += g.misfit;
-            if (first == 0) {  // (the first batch's arrays are the sums so far)
+            if (total.grad_eps_r.size() == 0) {  // (the first batch's arrays are the sums so far)
                 total.grad_eps_r = std::move(g.grad_eps_r);
                 total.grad_sigma = std::move(g.grad_sigma);
                 if (illumination) total.illumination = std::move(g.illumination);
@@ -113,20 +110,18 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
         });
     });
-    // one reduction for misfit, both gradients and the illumination
-    const std::size_t n = total.grad_eps_r.size();
-    std::vector<double> buffer((illumination ? 3 : 2) * n + 1);
-    std::copy_n(total.grad_eps_r.data(), n, buffer.begin());
-    std::copy_n(total.grad_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
-    if (illumination) std::copy_n(total.illumination.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(2 * n) + 1);
-    buffer[2 * n] = total.misfit;
+    if (total.grad_eps_r.size() == 0) {  // a rank without shots adds zeros
+        total.grad_eps_r = Array2D(model.grid.nz, model.grid.nx);
+        total.grad_sigma = Array2D(model.grid.nz, model.grid.nx);
+        if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
+    }
+    // summed over the ranks in place (with one rank, nothing to do)
     const auto t0 = std::chrono::steady_clock::now();
-    parallel::sum(buffer.data(), buffer.size());
+    parallel::sum(total.grad_eps_r.data(), total.grad_eps_r.size());
+    parallel::sum(total.grad_sigma.data(), total.grad_sigma.size());
+    if (illumination) parallel::sum(total.illumination.data(), total.illumination.size());
+    total.misfit = parallel::sum(total.misfit);
     communication_s_ += seconds_since(t0);
-    std::copy_n(buffer.begin(), n, total.grad_eps_r.data());
-    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.grad_sigma.data());
-    total.misfit = buffer[2 * n];
-    if (illumination) std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(2 * n) + 1, n, total.illumination.data());
     return total;
 }
 

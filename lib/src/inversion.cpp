@@ -34,6 +34,8 @@
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet_estimation.hpp"
+#include "parallel_arrays.hpp"
+#include "petsc_memory.hpp"
 #include "timing.hpp"
 
 namespace gprfwi {
@@ -149,23 +151,6 @@ struct StageTimes {
     double monitor = 0;          // s in the iteration monitor (writing included)
     double solve = 0;            // s in TaoSolve
 };
-
-/// to = from, the copy spread over the threads (the driver copies whole
-/// models and gradients per evaluation).
-void copy_parallel(const Array2D& from, Array2D& to) {
-    if (to.nz() != from.nz() || to.nx() != from.nx()) to = Array2D(from.nz(), from.nx());
-    const double* f = from.data();
-    double* t = to.data();
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < from.size(); ++i) t[i] = f[i];
-}
-
-void copy_parallel(const Model& from, Model& to) {
-    to.grid = from.grid;
-    copy_parallel(from.eps_r, to.eps_r);
-    copy_parallel(from.sigma, to.sigma);
-    copy_parallel(from.mu_r, to.mu_r);
-}
 
 /// Writes this rank's part of the whole vector v, times `scale`, into out.
 void scatter(const std::vector<double>& v, Vec out, double scale = 1.0) {
@@ -290,11 +275,12 @@ private:
     /// evaluated twice). With `illumination`, evaluated afresh and the energy
     /// filled in.
     double physical(const Model& m, Array2D* illumination = nullptr) {
-        if (!illumination && cache_valid_ && m.eps_r.values() == cache_model_.eps_r.values() && m.sigma.values() == cache_model_.sigma.values())
+        if (!illumination && cache_valid_ && equal_parallel(m.eps_r, cache_model_.eps_r) &&
+            equal_parallel(m.sigma, cache_model_.sigma))
             return cache_j_;
         cache_valid_ = false;
-        cache_ge_ = Array2D(m.grid.nz, m.grid.nx);
-        cache_gs_ = Array2D(m.grid.nz, m.grid.nx);
+        reshape(cache_ge_, m.grid.nz, m.grid.nx);  // (the objective writes every node)
+        reshape(cache_gs_, m.grid.nz, m.grid.nx);
         {
             const ScopeTimer timer(times_.evaluations);
             cache_j_ = illumination ? objective_.evaluate_with_illumination(m, stage_, cache_ge_, cache_gs_, *illumination)
@@ -434,27 +420,34 @@ private:
         }
     }
 
-    /// What parameter k's regulariser measures at model m: eps_r / eps_ref,
+    /// What parameter k's regulariser measures at model m, into q: eps_r / eps_ref,
     /// or ln(sigma / sigma_ref) (sigma may be 0 in masked nodes, air: the
     /// logarithm starts at the lower bound).
-    Array2D regularized_quantity(const Model& m, std::size_t k) const {
-        Array2D q(m.grid.nz, m.grid.nx);
+    void regularized_quantity(const Model& m, std::size_t k, Array2D& q) const {
+        reshape(q, m.grid.nz, m.grid.nx);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n_; ++i)
             q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
                                           : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
-        return q;
     }
 
+    /// Arrays of the model's shape that the regularisation reuses from one
+    /// evaluation to the next (fresh ones would be zeroed on one thread).
+    struct RegularizationScratch {
+        Array2D q, gq, part;
+    };
+
     /// One parameter's regulariser w at q: its value, and its gradient in gq
-    /// (of q's shape, zero on entry).
-    static double regularizer(const Array2D& q, const RegularizationSpec& w, const Grid& g, Array2D& gq) {
+    /// (reshaped to q's; `part` is scratch).
+    static double regularizer(const Array2D& q, const RegularizationSpec& w, const Grid& g, Array2D& gq, Array2D& part) {
         double r = 0;
-        Array2D part(g.nz, g.nx);
+        reshape(gq, q.nz(), q.nx());
+        reshape(part, q.nz(), q.nx());
+        fill_parallel(gq, 0.0);
         for (int term = 0; term < 2; ++term) {
             const double weight = term == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
             if (weight == 0) continue;
-            part.values().assign(part.size(), 0.0);
+            fill_parallel(part, 0.0);
             r += weight * (term == 0 ? tikhonov(q, g.dx, g.dz, part) : total_variation(q, g.dx, g.dz, w.tv_beta, part));
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < q.size(); ++i) gq.data()[i] += weight * part.data()[i];
@@ -465,15 +458,17 @@ private:
     /// Regularisation of the active parameters at model m; adds df/dx into gx.
     double regularization(const Model& m, double* gx) const {
         double r = 0;
+        RegularizationScratch& s = regularization_scratch_;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
-            Array2D gq(m.grid.nz, m.grid.nx);
-            r += regularizer(regularized_quantity(m, k), w, m.grid, gq);
+            regularized_quantity(m, k, s.q);
+            r += regularizer(s.q, w, m.grid, s.gq, s.part);
             if (gx) {
                 const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
+                const double* gq = s.gq.data();
 #pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq.data()[i] * dq_dx * weight_[i];
+                for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq[i] * dq_dx * weight_[i];
             }
         }
         return r;
@@ -490,8 +485,8 @@ private:
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
             const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-            const Array2D q = regularized_quantity(m, k);
-            Array2D dq(g.nz, g.nx);
+            Array2D q, dq(g.nz, g.nx);
+            regularized_quantity(m, k, q);
             double q_max = 0, dq_max = 0;
             for (std::size_t i = 0; i < n_; ++i) {
                 dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
@@ -501,10 +496,10 @@ private:
             if (dq_max == 0) continue;
             const double h = 1e-5 * std::max(q_max, 1.0) / dq_max;
             auto gradient_at = [&](double t) {
-                Array2D qt(g.nz, g.nx), gq(g.nz, g.nx);
+                Array2D qt(g.nz, g.nx), gq, part;
 #pragma omp parallel for schedule(static)
                 for (std::size_t i = 0; i < n_; ++i) qt.data()[i] = q.data()[i] + t * dq.data()[i];
-                regularizer(qt, w, g, gq);
+                regularizer(qt, w, g, gq, part);
                 return gq;
             };
             const Array2D plus = gradient_at(h), minus = gradient_at(-h);
@@ -642,7 +637,7 @@ private:
     /// y = S x on the whole TAO vector: per parameter, two Gaussian passes of
     /// sd/sqrt(2) with zeros beyond the edges (S = T T with T symmetric:
     /// positive semi-definite, overall sd; block diagonal over the parameters).
-    std::vector<double> smooth(std::vector<double> x) const {
+    void smooth(std::vector<double>& x) const {
         const Grid& g = model_.grid;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const double sd = smoothing_m(params_[k]) / std::sqrt(2.0);
@@ -650,7 +645,6 @@ private:
             for (int pass = 0; pass < 2; ++pass)
                 smooth_gaussian(x.data() + k * n_, g.nz, g.nx, sd / g.dx, sd / g.dz, SmoothingEdges::zero);
         }
-        return x;
     }
 
     static PetscErrorCode apply_smoothing(PC pc, Vec in, Vec out) {
@@ -659,7 +653,10 @@ private:
         auto* self = static_cast<StageRun*>(ctx);
         const ScopeTimer timer(self->times_.smoothing);
         try {
-            scatter(self->smooth(self->gather(in)), out, self->gamma_);
+            std::vector<double>& v = self->smooth_whole_;
+            self->gather(in, v);
+            self->smooth(v);
+            scatter(v, out, self->gamma_);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -673,23 +670,28 @@ private:
         Vec x, g;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
         GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
-        std::vector<double> xa = gather(x), ga = gather(g);
-        if (!last_x_.empty()) {
-            std::vector<double> sv(xa.size()), yv(xa.size());
-            for (std::size_t i = 0; i < xa.size(); ++i) {
-                sv[i] = xa[i] - last_x_[i];
-                yv[i] = ga[i] - last_g_[i];
-            }
-            const std::vector<double> sy = smooth(yv);
-            double s_y = 0, y_sy = 0;
-            for (std::size_t i = 0; i < xa.size(); ++i) {
-                s_y += sv[i] * yv[i];
-                y_sy += yv[i] * sy[i];
-            }
+        std::vector<double>& xa = x_whole_;
+        std::vector<double>& ga = g_whole_;
+        gather(x, xa);
+        gather(g, ga);
+        const std::size_t n = xa.size();
+        if (last_x_.size() == n) {
+            // y in the smoothing buffer, S y in last_g_'s place (not needed past here)
+            std::vector<double>& yv = smooth_whole_;
+            yv.resize(n);
+#pragma omp parallel for schedule(static)
+            for (std::size_t i = 0; i < n; ++i) yv[i] = ga[i] - last_g_[i];
+            const double s_y = sum_parallel(n, [&](std::size_t i) { return (xa[i] - last_x_[i]) * yv[i]; });
+            std::vector<double>& sy = last_g_;
+            copy_parallel(yv.data(), n, sy.data());
+            smooth(sy);
+            const double y_sy = sum_parallel(n, [&](std::size_t i) { return yv[i] * sy[i]; });
             if (s_y > 0 && y_sy > 0) gamma_ = s_y / y_sy;
         }
-        last_x_ = std::move(xa);
-        last_g_ = std::move(ga);
+        last_x_.resize(n);
+        last_g_.resize(n);
+        copy_parallel(xa.data(), n, last_x_.data());
+        copy_parallel(ga.data(), n, last_g_.data());
     }
 
     // --- TAO ---
@@ -721,9 +723,9 @@ private:
         return 0;
     }
 
-    /// The whole vector on every rank: each rank's part, gathered with one
-    /// MPI_Allgatherv (with one rank, a copy).
-    std::vector<double> gather(Vec x) {
+    /// The whole vector on every rank, into out (its memory reused): each
+    /// rank's part, gathered with one MPI_Allgatherv (with one rank, a copy).
+    void gather(Vec x, std::vector<double>& out) {
         PetscInt n = 0, lo = 0, hi = 0;
         GPRFWI_PETSC(VecGetSize(x, &n));
         GPRFWI_PETSC(VecGetOwnershipRange(x, &lo, &hi));
@@ -732,11 +734,10 @@ private:
         const PetscScalar* a = nullptr;
         GPRFWI_PETSC(VecGetArrayRead(x, &a));
         const int ranks = parallel::place().size;
-        std::vector<double> out;
+        out.resize(static_cast<std::size_t>(n));
         if (ranks == 1) {
-            out.assign(a, a + (hi - lo));
+            copy_parallel(a, out.size(), out.data());
         } else {
-            out.resize(static_cast<std::size_t>(n));
             std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
             for (int r = 0; r < ranks; ++r) {
                 offsets[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r]);
@@ -747,16 +748,23 @@ private:
             if (rc != MPI_SUCCESS) throw Error("inversion: MPI_Allgatherv of the optimisation vector failed");
         }
         GPRFWI_PETSC(VecRestoreArrayRead(x, &a));
+    }
+    std::vector<double> gather(Vec x) {
+        std::vector<double> out;
+        gather(x, out);
         return out;
     }
 
     void evaluate(Vec x, PetscReal* f, Vec g) {
-        const std::vector<double> xa = gather(x);
-        std::vector<double> ga(xa.size());
+        std::vector<double>& xa = x_whole_;
+        std::vector<double>& ga = g_whole_;
+        gather(x, xa);
+        ga.resize(xa.size());  // (objective() writes every entry)
         *f = objective(xa.data(), ga.data());
         bool finite = std::isfinite(*f);
+        const double* gp = ga.data();
 #pragma omp parallel for schedule(static) reduction(&& : finite)
-        for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(ga[i]);
+        for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(gp[i]);
         if (!finite)
             throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
         scatter(ga, g);
@@ -776,8 +784,8 @@ private:
         GPRFWI_PETSC(TaoLineSearchGetStepLength(ls, &step));
         Vec x;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
-        const std::vector<double> xa = gather(x);
-        model_from_x(xa.data(), model_);
+        gather(x, x_whole_);
+        model_from_x(x_whole_.data(), model_);
         const double j = j0_ * (f - regularization(model_, nullptr));
         const int iteration = iteration_offset_ + static_cast<int>(its);
         append_row(make_row(iteration, j, gnorm, step));
@@ -813,8 +821,8 @@ private:
             if (!parallel::is_root()) return;
             writer_.wait();
             const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
-                                       cache_model_.eps_r.values() == model_.eps_r.values() &&
-                                       cache_model_.sigma.values() == model_.sigma.values();
+                                       equal_parallel(cache_model_.eps_r, model_.eps_r) &&
+                                       equal_parallel(cache_model_.sigma, model_.sigma);
             std::string csv = history_header(truth_.has_value());
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
             H5Attributes a;
@@ -1041,6 +1049,9 @@ private:
     BackgroundWriter& writer_;
     StageTimes times_;
     Model trial_;  // the model of the evaluation in progress
+    // whole TAO vectors, their memory reused by every evaluation
+    std::vector<double> x_whole_, g_whole_, smooth_whole_;
+    mutable RegularizationScratch regularization_scratch_;
 };
 
 }  // namespace
@@ -1367,6 +1378,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
 }
 
 PetscSession::PetscSession(const std::string& options) {
+    install_petsc_allocator();
     GPRFWI_PETSC(PetscInitializeNoArguments());
     PetscPopSignalHandler();                              // SIGTERM/SIGUSR1 are ours (checkpoint and exit 3)
     PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);  // errors come back as codes, reported by us

@@ -1,6 +1,7 @@
 #include "gprfwi/regularization.hpp"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 namespace gprfwi {
@@ -18,12 +19,16 @@ namespace {
 template <class Edge>
 double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
     const int nz = q.nz(), nx = q.nx();
-    Array2D fx(nz, nx), fz(nz, nx);
+    const std::size_t n = q.size();
+    // (every flux is written before it is read: no serial zeroing of fresh memory)
+    const auto fx = std::make_unique_for_overwrite<double[]>(n);
+    const auto fz = std::make_unique_for_overwrite<double[]>(n);
+    auto at = [nx](int iz, int ix) { return static_cast<std::size_t>(iz) * static_cast<std::size_t>(nx) + static_cast<std::size_t>(ix); };
     std::vector<double> rows(static_cast<std::size_t>(nz), 0.0);
 #pragma omp parallel for schedule(static)
     for (int iz = 0; iz < nz; ++iz) {
         double r = 0;
-        for (int ix = 0; ix < nx; ++ix) r += edge(iz, ix, fx(iz, ix), fz(iz, ix));
+        for (int ix = 0; ix < nx; ++ix) r += edge(iz, ix, fx[at(iz, ix)], fz[at(iz, ix)]);
         rows[static_cast<std::size_t>(iz)] = r;
     }
 #pragma omp parallel for schedule(static)
@@ -31,10 +36,10 @@ double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
         for (int ix = 0; ix < nx; ++ix) {
             // in the order a serial sweep over the edges would add them
             double v = g(iz, ix);
-            if (iz > 0) v += fz(iz - 1, ix);
-            if (ix > 0) v += fx(iz, ix - 1);
-            v -= fx(iz, ix);
-            v -= fz(iz, ix);
+            if (iz > 0) v += fz[at(iz - 1, ix)];
+            if (ix > 0) v += fx[at(iz, ix - 1)];
+            v -= fx[at(iz, ix)];
+            v -= fz[at(iz, ix)];
             g(iz, ix) = v;
         }
     double r = 0;

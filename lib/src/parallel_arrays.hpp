@@ -1,0 +1,84 @@
+#pragma once
+// Whole-array passes spread over the threads: the inversion driver copies
+// and compares models and gradients of millions of nodes per evaluation,
+// and one thread's memory bandwidth would make them cost more than a
+// propagation's set-up (docs/performance.md, "Whole calls").
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/model.hpp"
+
+namespace gprfwi {
+
+/// to[0..n) = from[0..n).
+inline void copy_parallel(const double* from, std::size_t n, double* to) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+/// to = from (to reshaped, its memory kept where the size matches).
+inline void copy_parallel(const Array2D& from, Array2D& to) {
+    if (to.nz() != from.nz() || to.nx() != from.nx()) to = Array2D(from.nz(), from.nx());
+    copy_parallel(from.data(), from.size(), to.data());
+}
+
+inline void copy_parallel(const Model& from, Model& to) {
+    to.grid = from.grid;
+    copy_parallel(from.eps_r, to.eps_r);
+    copy_parallel(from.sigma, to.sigma);
+    copy_parallel(from.mu_r, to.mu_r);
+}
+
+/// Whether a and b hold the same values (bitwise as doubles compare: a NaN
+/// equals nothing).
+inline bool equal_parallel(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    bool same = true;
+    const double* pa = a.data();
+    const double* pb = b.data();
+#pragma omp parallel for schedule(static) reduction(&& : same)
+    for (std::size_t i = 0; i < a.size(); ++i) same = same && pa[i] == pb[i];
+    return same;
+}
+
+inline bool equal_parallel(const Array2D& a, const Array2D& b) {
+    return a.nz() == b.nz() && a.nx() == b.nx() && equal_parallel(a.values(), b.values());
+}
+
+/// The sum of term(i) over i in [0, n), the same whatever the number of
+/// threads: blocks of a fixed size are summed in parallel, then the blocks'
+/// sums in order.
+template <class Term>
+double sum_parallel(std::size_t n, Term term) {
+    constexpr std::size_t kBlock = 4096;
+    const std::size_t blocks = (n + kBlock - 1) / kBlock;
+    std::vector<double> partial(blocks, 0.0);
+#pragma omp parallel for schedule(static)
+    for (std::size_t b = 0; b < blocks; ++b) {
+        double s = 0;
+        const std::size_t end = std::min(n, (b + 1) * kBlock);
+        for (std::size_t i = b * kBlock; i < end; ++i) s += term(i);
+        partial[b] = s;
+    }
+    double total = 0;
+    for (double p : partial) total += p;
+    return total;
+}
+
+/// Every value of a = v.
+inline void fill_parallel(Array2D& a, double v) {
+    double* p = a.data();
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < a.size(); ++i) p[i] = v;
+}
+
+/// a reshaped to nz x nx; its values are kept only where the shape matches
+/// (a buffer reused from call to call, every node written by its user).
+inline void reshape(Array2D& a, int nz, int nx) {
+    if (a.nz() != nz || a.nx() != nx) a = Array2D(nz, nx);
+}
+
+}  // namespace gprfwi
