@@ -397,42 +397,45 @@ TEST(BinomialCheckpointing, SchedulesReverseEveryStepOnceWithinTheirSlots) {
 // Gaussian smoothing against the sum written out (the kernel reaching 4
 // standard deviations, edges extended or zero), also where the kernel is
 // far longer than the lines: there the parts beyond the ends are summed in
-// closed form, so that a long kernel costs no more than the line.
+// closed form, so that a long kernel costs no more than the line. The
+// larger grid has several blocks of lines, the last one partial.
 TEST(Smoothing, MatchesTheDirectSumWhateverTheKernelLength) {
-    const int nz = 7, nx = 9;
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    Array2D a(nz, nx);
-    for (double& v : a.values()) v = u(rng);
-    for (const double s : {0.7, 2.5, 30.0})
-        for (const SmoothingEdges edges : {SmoothingEdges::extend, SmoothingEdges::zero}) {
-            const int half = static_cast<int>(std::ceil(4 * s));
-            std::vector<double> k(2 * half + 1);
-            double sum = 0;
-            for (int i = -half; i <= half; ++i) sum += k[i + half] = std::exp(-0.5 * i * i / (s * s));
-            auto direct = [&](const Array2D& in, bool along_x) {
-                Array2D out(nz, nx);
-                for (int iz = 0; iz < nz; ++iz)
-                    for (int ix = 0; ix < nx; ++ix) {
-                        double acc = 0;
-                        for (int j = -half; j <= half; ++j) {
-                            int jz = iz + (along_x ? 0 : j), jx = ix + (along_x ? j : 0);
-                            const bool outside = jz < 0 || jz >= nz || jx < 0 || jx >= nx;
-                            if (outside && edges == SmoothingEdges::zero) continue;
-                            jz = std::clamp(jz, 0, nz - 1);
-                            jx = std::clamp(jx, 0, nx - 1);
-                            acc += k[j + half] / sum * in(jz, jx);
+    for (const std::pair<int, int>& shape : {std::pair{7, 9}, std::pair{70, 45}}) {
+        const int nz = shape.first, nx = shape.second;  // (no structured binding: the lambda below captures them)
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<double> u(-1.0, 1.0);
+        Array2D a(nz, nx);
+        for (double& v : a.values()) v = u(rng);
+        for (const double s : {0.7, 2.5, 30.0})
+            for (const SmoothingEdges edges : {SmoothingEdges::extend, SmoothingEdges::zero}) {
+                const int half = static_cast<int>(std::ceil(4 * s));
+                std::vector<double> k(2 * half + 1);
+                double sum = 0;
+                for (int i = -half; i <= half; ++i) sum += k[i + half] = std::exp(-0.5 * i * i / (s * s));
+                auto direct = [&](const Array2D& in, bool along_x) {
+                    Array2D out(nz, nx);
+                    for (int iz = 0; iz < nz; ++iz)
+                        for (int ix = 0; ix < nx; ++ix) {
+                            double acc = 0;
+                            for (int j = -half; j <= half; ++j) {
+                                int jz = iz + (along_x ? 0 : j), jx = ix + (along_x ? j : 0);
+                                const bool outside = jz < 0 || jz >= nz || jx < 0 || jx >= nx;
+                                if (outside && edges == SmoothingEdges::zero) continue;
+                                jz = std::clamp(jz, 0, nz - 1);
+                                jx = std::clamp(jx, 0, nx - 1);
+                                acc += k[j + half] / sum * in(jz, jx);
+                            }
+                            out(iz, ix) = acc;
                         }
-                        out(iz, ix) = acc;
-                    }
-                return out;
-            };
-            const Array2D expected = direct(direct(a, true), false);
-            Array2D got = a;
-            smooth_gaussian(got, s, s, edges);
-            for (std::size_t i = 0; i < got.size(); ++i)
-                EXPECT_NEAR(got.data()[i], expected.data()[i], 1e-13) << "s = " << s << ", node " << i;
-        }
+                    return out;
+                };
+                const Array2D expected = direct(direct(a, true), false);
+                Array2D got = a;
+                smooth_gaussian(got, s, s, edges);
+                for (std::size_t i = 0; i < got.size(); ++i)
+                    EXPECT_NEAR(got.data()[i], expected.data()[i], 1e-13) << nz << " x " << nx << ", s = " << s << ", node " << i;
+            }
+    }
 }
 
 }  // namespace
