@@ -5,6 +5,7 @@
 // run without repeating or losing an iteration.
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +28,7 @@
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/inversion.hpp"
+#include "gprfwi/model_builder.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
@@ -161,6 +164,31 @@ TEST(Regularization, TikhonovAndTotalVariationPassTaylorTests) {
         q0, d, "total variation");
     Array2D flat(nz, nx, 2.5), grad(nz, nx);
     EXPECT_EQ(tikhonov(flat, 0.02, 0.03, grad), 0.0);
+}
+
+/// The regularisers and the updates' smoothing run on all threads; what they
+/// return must not depend on how many (the suite runs its tests on one).
+TEST(Regularization, ResultsDoNotDependOnTheThreadCount) {
+    const int nz = 70, nx = 53;
+    const auto q0 = random_vector(static_cast<std::size_t>(nz * nx), 5);
+    Array2D q(nz, nx);
+    std::copy(q0.begin(), q0.end(), q.data());
+    auto run = [&](int threads) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        Array2D g_tik(nz, nx), g_tv(nz, nx), smooth = q;
+        const double r_tik = tikhonov(q, 0.02, 0.03, g_tik);
+        const double r_tv = total_variation(q, 0.02, 0.03, 5.0, g_tv);
+        smooth_gaussian(smooth, 2.5, 4.0, SmoothingEdges::zero);
+        omp_set_num_threads(before);
+        return std::tuple{r_tik, r_tv, g_tik.values(), g_tv.values(), smooth.values()};
+    };
+    const auto one = run(1), three = run(3);
+    EXPECT_EQ(std::get<0>(one), std::get<0>(three));
+    EXPECT_EQ(std::get<1>(one), std::get<1>(three));
+    EXPECT_EQ(std::get<2>(one), std::get<2>(three));
+    EXPECT_EQ(std::get<3>(one), std::get<3>(three));
+    EXPECT_EQ(std::get<4>(one), std::get<4>(three));
 }
 
 /// The FWI objective of each misfit on band-limited data passes a Taylor test

@@ -188,7 +188,7 @@ public:
         if (stage.invert_eps_r) params_.push_back(0);
         if (stage.invert_sigma) params_.push_back(1);
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
-        weight_.assign(n_, 1.0);
+        weight_.resize(n_);
         const Grid& g = model.grid;
         const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
         // every antenna once (shots share them), and each only over the nodes within its radius
@@ -200,6 +200,7 @@ public:
         for (int iz = 0; iz < g.nz; ++iz) {
             for (int ix = 0; ix < g.nx; ++ix) {
                 double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
+                w = 1;
                 // an edge node also sets the CPML strip beyond it (the model is extended into the
                 // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
                 if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
@@ -216,9 +217,9 @@ public:
                 }
             }
         }
-        masked_.assign(n_, 0);
-        for (std::size_t i = 0; i < n_; ++i)
-            if (weight_[i] < 1e-3) masked_[i] = 1;
+        masked_.resize(n_);
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n_; ++i) masked_[i] = weight_[i] < 1e-3 ? 1 : 0;
     }
 
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
@@ -294,11 +295,10 @@ private:
     }
 
     void calibrate() {
-        double e_sum = 0, s_log = 0;
-        for (std::size_t i = 0; i < n_; ++i) {
-            e_sum += model_.eps_r.data()[i];
-            s_log += std::log(std::max(model_.sigma.data()[i], spec_.sigma_min));
-        }
+        const double* eps = model_.eps_r.data();
+        const double* sig = model_.sigma.data();
+        const double e_sum = sum_parallel(n_, [&](std::size_t i) { return eps[i]; });
+        const double s_log = sum_parallel(n_, [&](std::size_t i) { return std::log(std::max(sig[i], spec_.sigma_min)); });
         eps_ref_ = e_sum / static_cast<double>(n_);
         sigma_ref_ = std::exp(s_log / static_cast<double>(n_));
         double j = 0;
@@ -634,15 +634,16 @@ private:
         return false;
     }
 
-    /// y = S x on the whole TAO vector: per parameter, two Gaussian passes of
+    /// x = S x on the whole TAO vector: per parameter, two Gaussian passes of
     /// sd/sqrt(2) with zeros beyond the edges (S = T T with T symmetric:
     /// positive semi-definite, overall sd; block diagonal over the parameters).
-    void smooth(std::vector<double>& x) const {
+    /// With passes = 1, x = T x.
+    void smooth(std::vector<double>& x, int passes = 2) const {
         const Grid& g = model_.grid;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const double sd = smoothing_m(params_[k]) / std::sqrt(2.0);
             if (sd <= 0) continue;
-            for (int pass = 0; pass < 2; ++pass)
+            for (int pass = 0; pass < passes; ++pass)
                 smooth_gaussian(x.data() + k * n_, g.nz, g.nx, sd / g.dx, sd / g.dz, SmoothingEdges::zero);
         }
     }
@@ -676,16 +677,17 @@ private:
         gather(g, ga);
         const std::size_t n = xa.size();
         if (last_x_.size() == n) {
-            // y in the smoothing buffer, S y in last_g_'s place (not needed past here)
+            // y in the smoothing buffer, T y in last_g_'s place (not needed past here)
             std::vector<double>& yv = smooth_whole_;
             yv.resize(n);
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n; ++i) yv[i] = ga[i] - last_g_[i];
             const double s_y = sum_parallel(n, [&](std::size_t i) { return (xa[i] - last_x_[i]) * yv[i]; });
-            std::vector<double>& sy = last_g_;
-            copy_parallel(yv.data(), n, sy.data());
-            smooth(sy);
-            const double y_sy = sum_parallel(n, [&](std::size_t i) { return yv[i] * sy[i]; });
+            // y'Sy = |T y|^2, S = T T with T symmetric: one of the two passes
+            std::vector<double>& ty = last_g_;
+            copy_parallel(yv.data(), n, ty.data());
+            smooth(ty, 1);
+            const double y_sy = sum_parallel(n, [&](std::size_t i) { return ty[i] * ty[i]; });
             if (s_y > 0 && y_sy > 0) gamma_ = s_y / y_sy;
         }
         last_x_.resize(n);
@@ -934,28 +936,36 @@ private:
         GPRFWI_PETSC(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, n_total, &x));
         GPRFWI_PETSC(VecDuplicate(x, &lo));
         GPRFWI_PETSC(VecDuplicate(x, &hi));
-        // the starting point and the bounds, in the scaled variables
-        std::vector<double> x0(static_cast<std::size_t>(n_total)), l0(x0.size()), h0(x0.size());
-        for (std::size_t k = 0; k < params_.size(); ++k)
+        // the starting point and the bounds, in the scaled variables: each rank its part
+        {
+            PetscInt first = 0, end = 0;
+            GPRFWI_PETSC(VecGetOwnershipRange(x, &first, &end));
+            PetscScalar *xa = nullptr, *la = nullptr, *ha = nullptr;
+            GPRFWI_PETSC(VecGetArray(x, &xa));
+            GPRFWI_PETSC(VecGetArray(lo, &la));
+            GPRFWI_PETSC(VecGetArray(hi, &ha));
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) {
-                const std::size_t j = k * n_ + i;
+            for (PetscInt j = first; j < end; ++j) {
+                const std::size_t k = static_cast<std::size_t>(j) / n_, i = static_cast<std::size_t>(j) % n_;
+                double x0 = 0, l0 = 0, h0 = 0;
                 if (masked_[i]) {  // fixed: the mapping leaves the node alone
-                    x0[j] = l0[j] = h0[j] = 0;
                 } else if (params_[k] == 0) {
-                    x0[j] = x_of_eps(model_.eps_r.data()[i], i);
-                    l0[j] = x_of_eps(spec_.eps_r_min, i);
-                    h0[j] = x_of_eps(spec_.eps_r_max, i);
+                    x0 = x_of_eps(model_.eps_r.data()[i], i);
+                    l0 = x_of_eps(spec_.eps_r_min, i);
+                    h0 = x_of_eps(spec_.eps_r_max, i);
                 } else {
-                    x0[j] = x_of_sigma(model_.sigma.data()[i], i);
-                    l0[j] = x_of_sigma(spec_.sigma_min, i);
-                    h0[j] = x_of_sigma(spec_.sigma_max, i);
+                    x0 = x_of_sigma(model_.sigma.data()[i], i);
+                    l0 = x_of_sigma(spec_.sigma_min, i);
+                    h0 = x_of_sigma(spec_.sigma_max, i);
                 }
-                x0[j] = std::clamp(x0[j], l0[j], h0[j]);
+                xa[j - first] = std::clamp(x0, l0, h0);
+                la[j - first] = l0;
+                ha[j - first] = h0;
             }
-        scatter(x0, x);
-        scatter(l0, lo);
-        scatter(h0, hi);
+            GPRFWI_PETSC(VecRestoreArray(x, &xa));
+            GPRFWI_PETSC(VecRestoreArray(lo, &la));
+            GPRFWI_PETSC(VecRestoreArray(hi, &ha));
+        }
         GPRFWI_PETSC(TaoCreate(PETSC_COMM_WORLD, &tao));
         GPRFWI_PETSC(TaoSetType(tao, TAOBLMVM));
         if (method_ != InversionMethod::lbfgs) install_newton(tao, x);

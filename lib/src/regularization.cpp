@@ -1,7 +1,6 @@
 #include "gprfwi/regularization.hpp"
 
 #include <cmath>
-#include <memory>
 #include <vector>
 
 namespace gprfwi {
@@ -20,9 +19,14 @@ template <class Edge>
 double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
     const int nz = q.nz(), nx = q.nx();
     const std::size_t n = q.size();
-    // (every flux is written before it is read: no serial zeroing of fresh memory)
-    const auto fx = std::make_unique_for_overwrite<double[]>(n);
-    const auto fz = std::make_unique_for_overwrite<double[]>(n);
+    // the fluxes, kept from call to call (an inversion calls this every evaluation, and fresh
+    // memory would be faulted in each time); every flux is written before it is read. The calling
+    // thread's buffers, reached by the pointers below: a worker thread has buffers of its own.
+    thread_local std::vector<double> fx_kept, fz_kept;
+    fx_kept.resize(n);
+    fz_kept.resize(n);
+    double* const fx = fx_kept.data();
+    double* const fz = fz_kept.data();
     auto at = [nx](int iz, int ix) { return static_cast<std::size_t>(iz) * static_cast<std::size_t>(nx) + static_cast<std::size_t>(ix); };
     std::vector<double> rows(static_cast<std::size_t>(nz), 0.0);
 #pragma omp parallel for schedule(static)
