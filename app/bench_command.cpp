@@ -240,14 +240,16 @@ class TimedObjective final : public InversionObjective {
 public:
     TimedObjective(InversionObjective& inner, const DistributedRunner& runner) : inner_(inner), runner_(runner) {}
     double evaluate(const Model& m, const StageSpec& stage, Array2D& ge, Array2D& gs) override {
+        const double t0 = now_s();
         const double j = inner_.evaluate(m, stage, ge, gs);
-        count();
+        count(now_s() - t0);
         return j;
     }
     double evaluate_with_illumination(const Model& m, const StageSpec& stage, Array2D& ge, Array2D& gs,
                                       Array2D& illumination) override {
+        const double t0 = now_s();
         const double j = inner_.evaluate_with_illumination(m, stage, ge, gs, illumination);
-        count();
+        count(now_s() - t0);
         return j;
     }
     std::vector<double> estimate_wavelet(const Model& m, double water_level) override {
@@ -256,12 +258,21 @@ public:
     void set_wavelet(const std::vector<double>& w) override { inner_.set_wavelet(w); }
     double wavelet_dt() const override { return inner_.wavelet_dt(); }
     int evaluations = 0;
-    double loop_seconds = 0;
+    double call_seconds = 0;   // the evaluations, whole
+    double loop_seconds = 0;   // ... their time loops
+    double setup_seconds = 0;  // ... the propagator's set-up
+    double build_seconds = 0;  // ... of which on the host
+    double host_seconds = 0;   // ... the propagator's host work (misfit, chain rule)
 
 private:
-    void count() {
+    void count(double seconds) {
+        const RunTimings& t = runner_.timings();
         ++evaluations;
-        loop_seconds += runner_.timings().forward_s + runner_.timings().adjoint_s;
+        call_seconds += seconds;
+        loop_seconds += t.forward_s + t.adjoint_s;
+        setup_seconds += t.setup_s;
+        build_seconds += t.build_s;
+        host_seconds += t.other_s;
     }
     InversionObjective& inner_;
     const DistributedRunner& runner_;
@@ -341,6 +352,11 @@ void run_inversion(const BenchArgs& a) {
                "its start\n",
                objective.loop_seconds, 100.0 * objective.loop_seconds / wall,
                r.history.empty() ? 1.0 : r.history.back().misfit_relative);
+    fmt::print("  the evaluations {:.2f} s (rank 0): time loops {:.2f} s, the propagator's set-up {:.2f} s (on the host "
+               "{:.2f} s) and host work {:.2f} s, the rest (the runner's batches and sums over the ranks) {:.2f} s\n",
+               objective.call_seconds, objective.loop_seconds, objective.setup_seconds, objective.build_seconds,
+               objective.host_seconds,
+               objective.call_seconds - objective.loop_seconds - objective.setup_seconds - objective.host_seconds);
     fmt::print("{{\"mode\":\"inversion\",\"backend\":\"{}\",\"ranks\":{},\"nx\":{},\"nz\":{},\"shots\":{},\"nt\":{},"
                "\"iterations\":{},\"evaluations\":{},\"seconds\":{:.6g},\"seconds_per_iteration\":{:.6g},"
                "\"loop_seconds\":{:.6g},\"inversion_efficiency\":{:.4f},\"cell_steps_per_s\":{:.6g}}}\n",

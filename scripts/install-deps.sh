@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopenmpi-dev openmpi-bin            # MPI
   petsc-dev                             # TAO (inversion)
+  libopenblas0-openmp                   # PETSc's BLAS on all cores, on the OpenMP threads gprfwi uses (docs/performance.md)
   libhdf5-openmpi-dev                   # parallel HDF5
   libyaml-cpp-dev                       # run files
   libfftw3-dev                          # wavelet estimation
