@@ -103,6 +103,46 @@ TEST(Misfits, TraceMisfitsPassTaylorTests) {
                 trace_misfit(MisfitKind::relative, s.data(), o.data(), n, g.data()), 1e-14);
 }
 
+// A trace that no arrival reached (here 1e-25 of the others) would weigh
+// 1e50 times as much in the relative misfit, its adjoint source beyond single
+// precision: its energy counts as kRelativeEnergyFloor of its gather's mean.
+TEST(Misfits, RelativeMisfitBoundsTheWeightOfEmptyTraces) {
+    const int nt = 200;
+    ShotTraces observed(3, nt), synthetic(3, nt);
+    double mean = 0;
+    for (int r = 0; r < 3; ++r)
+        for (int i = 0; i < nt; ++i) {
+            const double t = i - 80.0 - 10 * r;
+            observed.receiver(r)[i] = (r == 2 ? 1e-25 : 1.0) * std::exp(-t * t / 100);
+            synthetic.receiver(r)[i] = 0.8 * std::exp(-(t - 3) * (t - 3) / 100);
+            mean += observed.receiver(r)[i] * observed.receiver(r)[i] / 3;
+        }
+    const BandLimitedMisfit m(MisfitKind::relative, {0}, Traces{observed}, 0.0, 1e-10);
+    ShotTraces adjoint;
+    const double j = m.evaluate(0, synthetic, adjoint);
+    std::vector<double> g(nt);
+    double expected = 0;
+    for (int r = 0; r < 3; ++r) {
+        double oo = 0;
+        for (int i = 0; i < nt; ++i) oo += observed.receiver(r)[i] * observed.receiver(r)[i];
+        expected += trace_misfit(MisfitKind::relative, synthetic.receiver(r), observed.receiver(r), nt, g.data(),
+                                 kRelativeEnergyFloor * mean);
+        if (r < 2) {
+            EXPECT_GT(oo, kRelativeEnergyFloor * mean);  // (the floor leaves these alone)
+        }
+    }
+    EXPECT_NEAR(j, expected, 1e-12 * expected);
+    double peak = 0;
+    for (int r = 0; r < 3; ++r)
+        for (int i = 0; i < nt; ++i) peak = std::max(peak, std::abs(adjoint.receiver(r)[i]));
+    EXPECT_LT(peak, 1e4 / (kRelativeEnergyFloor * mean));
+    EXPECT_TRUE(std::isfinite(static_cast<float>(peak)));
+    // the third trace weighs as one of the floor's energy: 1/2 |s|^2 / floor
+    double ss = 0;
+    for (int i = 0; i < nt; ++i) ss += synthetic.receiver(2)[i] * synthetic.receiver(2)[i];
+    EXPECT_GT(j, 0.4 * ss / (kRelativeEnergyFloor * mean));
+}
+
 TEST(Misfits, FilterAndHilbertTransposesAreExact) {
     const std::size_t n = 500;
     const auto x = random_vector(n, 1), y = random_vector(n, 2);

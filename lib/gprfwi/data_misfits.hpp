@@ -24,8 +24,11 @@ namespace gprfwi {
 ///                observed energy, so every trace counts alike (the near
 ///                traces do not drown the far ones) while the amplitudes
 ///                between traces, which carry the attenuation, still count;
-///                dimensionless. Traces whose observed energy is zero are
-///                left out.
+///                dimensionless. A trace's energy counts as at least
+///                kRelativeEnergyFloor of its gather's mean (the one given
+///                to trace_misfit): a trace that no arrival reached would
+///                otherwise weigh without bound, its adjoint source beyond
+///                single precision. Gathers with no energy are left out.
 /// - envelope:    1/2 |env(s) - env(o)|^2, env(x) = sqrt(x^2 + (H x)^2 + e^2)
 ///                with H a 129-tap Hamming-windowed FIR Hilbert transformer
 ///                and e = 1e-6 of the observed peak (keeps the gradient finite);
@@ -38,8 +41,16 @@ const char* to_string(MisfitKind k);
 /// kernel, so H^T = -H), zero outside the trace.
 void hilbert_fir(const double* x, std::size_t n, double* y);
 
+/// The least energy of a trace in the relative misfit, as a share of the
+/// mean energy of its gather's observed traces: far below any trace an
+/// arrival reaches, so that only traces that hold nothing are raised to it.
+inline constexpr double kRelativeEnergyFloor = 1e-6;
+
 /// J and dJ/ds of one trace of n samples; `adjoint` receives dJ/ds.
-double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size_t n, double* adjoint);
+/// `energy_floor` is the least observed energy the relative misfit divides
+/// by (the other kinds ignore it).
+double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size_t n, double* adjoint,
+                    double energy_floor = 0);
 
 /// Zero-phase Butterworth low-pass: a 4th-order filter (two biquads) run
 /// forward and then backward with zero initial state, so its gain is the
@@ -69,16 +80,19 @@ public:
     BandLimitedMisfit(MisfitKind kind, std::vector<std::size_t> shots, Traces observed, double cutoff_hz, double dt);
     double evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const override;
     /// l2: F F direction; relative: the same over each trace's observed
-    /// energy (0 where it is 0); the other kinds have none yet (InvalidArgument).
+    /// energy (at least the floor; 0 in a gather with none); the other kinds
+    /// have none yet (InvalidArgument).
     void apply_hessian(std::size_t shot, const ShotTraces& synthetic, const ShotTraces& direction,
                        ShotTraces& out) const override;
 
 private:
+    std::size_t index(std::size_t shot) const;
     const ShotTraces& observed(std::size_t shot, const ShotTraces& synthetic) const;
 
     MisfitKind kind_;
     std::vector<std::size_t> shots_;
-    Traces observed_;  // filtered
+    Traces observed_;                   // filtered
+    std::vector<double> energy_floor_;  // per gather: kRelativeEnergyFloor x its mean trace energy
     ZeroPhaseLowpass filter_;
 };
 

@@ -82,7 +82,8 @@ void hilbert_fir(const double* x, std::size_t n, double* y) {
     }
 }
 
-double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size_t n, double* adjoint) {
+double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size_t n, double* adjoint,
+                    double energy_floor) {
     if (kind == MisfitKind::envelope) return envelope_misfit(s, o, n, adjoint);
     if (kind == MisfitKind::l2) {
         double j = 0;
@@ -95,6 +96,7 @@ double trace_misfit(MisfitKind kind, const double* s, const double* o, std::size
     if (kind == MisfitKind::relative) {
         double oo = 0;
         for (std::size_t i = 0; i < n; ++i) oo += o[i] * o[i];
+        oo = std::max(oo, energy_floor);
         std::fill(adjoint, adjoint + n, 0.0);
         if (oo == 0) return 0;  // nothing observed: no scale to measure the trace against
         double j = 0;
@@ -159,14 +161,25 @@ BandLimitedMisfit::BandLimitedMisfit(MisfitKind kind, std::vector<std::size_t> s
     : kind_(kind), shots_(std::move(shots)), observed_(std::move(observed)), filter_(cutoff_hz, dt) {
     if (shots_.size() != observed_.size())
         throw SizeMismatch(fmt::format("BandLimitedMisfit: {} shots but {} observed gathers", shots_.size(), observed_.size()));
-    for (auto& t : observed_)
-        for (int r = 0; r < t.n_receivers(); ++r) filter_.apply(t.receiver(r), static_cast<std::size_t>(t.nt()));
+    for (auto& t : observed_) {
+        double energy = 0;
+        for (int r = 0; r < t.n_receivers(); ++r) {
+            double* v = t.receiver(r);
+            filter_.apply(v, static_cast<std::size_t>(t.nt()));
+            for (int i = 0; i < t.nt(); ++i) energy += v[i] * v[i];
+        }
+        energy_floor_.push_back(t.n_receivers() > 0 ? kRelativeEnergyFloor * energy / t.n_receivers() : 0.0);
+    }
+}
+
+std::size_t BandLimitedMisfit::index(std::size_t shot) const {
+    const auto it = std::find(shots_.begin(), shots_.end(), shot);
+    if (it == shots_.end()) throw InvalidArgument(fmt::format("misfit: no observed data for shot {}", shot));
+    return static_cast<std::size_t>(it - shots_.begin());
 }
 
 const ShotTraces& BandLimitedMisfit::observed(std::size_t shot, const ShotTraces& synthetic) const {
-    const auto it = std::find(shots_.begin(), shots_.end(), shot);
-    if (it == shots_.end()) throw InvalidArgument(fmt::format("misfit: no observed data for shot {}", shot));
-    const ShotTraces& o = observed_[static_cast<std::size_t>(it - shots_.begin())];
+    const ShotTraces& o = observed_[index(shot)];
     if (o.n_receivers() != synthetic.n_receivers() || o.nt() != synthetic.nt())
         throw SizeMismatch(fmt::format("observed shot {} is [{}][{}], synthetic [{}][{}]", shot, o.n_receivers(), o.nt(),
                                        synthetic.n_receivers(), synthetic.nt()));
@@ -183,6 +196,7 @@ void BandLimitedMisfit::apply_hessian(std::size_t shot, const ShotTraces& synthe
         throw SizeMismatch(fmt::format("Hessian direction of shot {} is [{}][{}], synthetic [{}][{}]", shot,
                                        direction.n_receivers(), direction.nt(), synthetic.n_receivers(), synthetic.nt()));
     out = direction;
+    const double floor = energy_floor_[index(shot)];
     const std::size_t nt = static_cast<std::size_t>(synthetic.nt());
     for (int r = 0; r < out.n_receivers(); ++r) {
         double* t = out.receiver(r);
@@ -190,6 +204,7 @@ void BandLimitedMisfit::apply_hessian(std::size_t shot, const ShotTraces& synthe
         if (kind_ == MisfitKind::relative) {
             double oo = 0;
             for (std::size_t i = 0; i < nt; ++i) oo += o.receiver(r)[i] * o.receiver(r)[i];
+            oo = std::max(oo, floor);
             scale = oo > 0 ? 1 / oo : 0;
         }
         filter_.apply(t, nt);
@@ -200,6 +215,7 @@ void BandLimitedMisfit::apply_hessian(std::size_t shot, const ShotTraces& synthe
 
 double BandLimitedMisfit::evaluate(std::size_t shot, const ShotTraces& synthetic, ShotTraces& adjoint) const {
     const ShotTraces& o = observed(shot, synthetic);
+    const double floor = energy_floor_[index(shot)];
     adjoint = ShotTraces(synthetic.n_receivers(), synthetic.nt());
     const std::size_t nt = static_cast<std::size_t>(synthetic.nt());
     std::vector<double> s(nt);
@@ -207,7 +223,7 @@ double BandLimitedMisfit::evaluate(std::size_t shot, const ShotTraces& synthetic
     for (int r = 0; r < synthetic.n_receivers(); ++r) {
         std::copy_n(synthetic.receiver(r), nt, s.begin());
         filter_.apply(s.data(), nt);
-        j += trace_misfit(kind_, s.data(), o.receiver(r), nt, adjoint.receiver(r));
+        j += trace_misfit(kind_, s.data(), o.receiver(r), nt, adjoint.receiver(r), floor);
         filter_.apply(adjoint.receiver(r), nt);  // F^T = F
     }
     return j;
