@@ -69,6 +69,7 @@ void run_tomography(const TomographyArgs& a) {
                                       "traces)", c.file));
     InversionSpec spec;  // the campaign's bounds where the run file has them
     if (c.has_inversion) spec = load_campaign(a.run.run_file, a.run.overrides).inversion;
+    spec.lbfgs_history = 0;  // TAO's own: the campaigns' memory was chosen on full-waveform stages
     const Survey survey = c.survey();
     const PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
     DistributedRunner runner(survey, opt, c.shots_per_batch);

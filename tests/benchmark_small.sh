@@ -15,11 +15,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["final"]
 checks = [
-    # measured on the development VM at a9c9dae: 0.639, 0.767, 0.803, 0.900
-    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.60),
-    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.72),
-    ("eps_r SSIM", f["eps_r"]["ssim"], 0.76),
-    ("sigma SSIM", f["sigma"]["ssim"], 0.85),
+    # measured on the development VM with L-BFGS's memory of 10: 0.722, 0.805, 0.855, 0.922
+    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.68),
+    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.76),
+    ("eps_r SSIM", f["eps_r"]["ssim"], 0.82),
+    ("sigma SSIM", f["sigma"]["ssim"], 0.89),
 ]
 failed = False
 for name, value, least in checks:

@@ -977,7 +977,17 @@ private:
             tao, stage_.max_evaluations > 0 ? stage_.max_evaluations : 4 * max_iterations + 10));
         GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
         GPRFWI_PETSC(TaoSetMonitor(tao, &StageRun::monitor, this, nullptr));
-        GPRFWI_PETSC(TaoSetFromOptions(tao));  // -tao_* from inversion.petsc_options and the command line
+        // L-BFGS's memory, unless the PETSc options name one: an option of this TaoSetFromOptions alone
+        // (BLMVM's matrix is reached only through the options)
+        const char* const history_option = "-tao_blmvm_mat_lmvm_hist_size";
+        PetscBool history_given = PETSC_FALSE;
+        GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, history_option, &history_given));
+        const bool set_history = spec_.lbfgs_history > 0 && !history_given;
+        if (set_history)
+            GPRFWI_PETSC(PetscOptionsSetValue(nullptr, history_option, std::to_string(spec_.lbfgs_history).c_str()));
+        const PetscErrorCode from_options = TaoSetFromOptions(tao);  // -tao_* from inversion.petsc_options and the command line
+        if (set_history) GPRFWI_PETSC(PetscOptionsClearValue(nullptr, history_option));
+        petsc_check(from_options, "TaoSetFromOptions(tao)");
         TaoType type = nullptr;
         GPRFWI_PETSC(TaoGetType(tao, &type));
         spdlog::debug("stage {}: TAO type {}", stage_.name, type ? type : "?");
