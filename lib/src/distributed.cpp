@@ -48,6 +48,25 @@ void add_timings(RunTimings& into, const RunTimings& t) {
     into.background_kept = t.background_kept;  // (the last batch's)
 }
 
+/// total += part over a rank's batches: the first batch's array is taken as
+/// it is, later ones added.
+void accumulate(Array2D& total, Array2D&& part) {
+    if (total.size() == 0) {
+        total = std::move(part);
+        return;
+    }
+    double* t = total.data();
+    const double* p = part.data();
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < total.size(); ++i) t[i] += p[i];
+}
+
+/// a summed over the ranks in place; a rank without shots brings zeros.
+void sum_over_ranks(Array2D& a, const Grid& g) {
+    if (a.size() == 0) a = Array2D(g.nz, g.nx);
+    parallel::sum(a.data(), a.size());
+}
+
 }  // namespace
 
 void ShotMisfit::apply_hessian(std::size_t, const ShotTraces&, const ShotTraces&, ShotTraces&) const {
@@ -94,32 +113,17 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "gradient");
             total.misfit += g.misfit;
-            if (total.grad_eps_r.size() == 0) {  // (the first batch's arrays are the sums so far)
-                total.grad_eps_r = std::move(g.grad_eps_r);
-                total.grad_sigma = std::move(g.grad_sigma);
-                if (illumination) total.illumination = std::move(g.illumination);
-            } else {
-#pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < total.grad_eps_r.size(); ++i) {
-                    total.grad_eps_r.data()[i] += g.grad_eps_r.data()[i];
-                    total.grad_sigma.data()[i] += g.grad_sigma.data()[i];
-                    if (illumination) total.illumination.data()[i] += g.illumination.data()[i];
-                }
-            }
+            accumulate(total.grad_eps_r, std::move(g.grad_eps_r));
+            accumulate(total.grad_sigma, std::move(g.grad_sigma));
+            if (illumination) accumulate(total.illumination, std::move(g.illumination));
             for (auto& s : g.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& w : g.grad_wavelet) total.grad_wavelet.push_back(std::move(w));
         });
     });
-    if (total.grad_eps_r.size() == 0) {  // a rank without shots adds zeros
-        total.grad_eps_r = Array2D(model.grid.nz, model.grid.nx);
-        total.grad_sigma = Array2D(model.grid.nz, model.grid.nx);
-        if (illumination) total.illumination = Array2D(model.grid.nz, model.grid.nx);
-    }
-    // summed over the ranks in place (with one rank, nothing to do)
     const auto t0 = std::chrono::steady_clock::now();
-    parallel::sum(total.grad_eps_r.data(), total.grad_eps_r.size());
-    parallel::sum(total.grad_sigma.data(), total.grad_sigma.size());
-    if (illumination) parallel::sum(total.illumination.data(), total.illumination.size());
+    sum_over_ranks(total.grad_eps_r, model.grid);
+    sum_over_ranks(total.grad_sigma, model.grid);
+    if (illumination) sum_over_ranks(total.illumination, model.grid);
     total.misfit = parallel::sum(total.misfit);
     communication_s_ += seconds_since(t0);
     return total;
@@ -142,8 +146,6 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
 HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& misfit, const ModelDirection& v,
                                          HessianKind kind) {
     HessianResult total;
-    total.hv_eps_r = Array2D(model.grid.nz, model.grid.nx);
-    total.hv_sigma = Array2D(model.grid.nz, model.grid.nx);
     timings_ = {};
     parallel::collectively([&] {
         each_batch([&](std::size_t first, const Survey& b) {
@@ -152,27 +154,17 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "Hessian-vector product");
             total.misfit += h.misfit;
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < total.hv_eps_r.size(); ++i) {
-                total.hv_eps_r.data()[i] += h.hv_eps_r.data()[i];
-                total.hv_sigma.data()[i] += h.hv_sigma.data()[i];
-            }
+            accumulate(total.hv_eps_r, std::move(h.hv_eps_r));
+            accumulate(total.hv_sigma, std::move(h.hv_sigma));
             for (auto& s : h.synthetic) total.synthetic.push_back(std::move(s));
             for (auto& s : h.born) total.born.push_back(std::move(s));
         });
     });
-    // one reduction for the misfit and both products
-    const std::size_t n = total.hv_eps_r.size();
-    std::vector<double> buffer(2 * n + 1);
-    std::copy_n(total.hv_eps_r.data(), n, buffer.begin());
-    std::copy_n(total.hv_sigma.data(), n, buffer.begin() + static_cast<std::ptrdiff_t>(n));
-    buffer[2 * n] = total.misfit;
     const auto t0 = std::chrono::steady_clock::now();
-    parallel::sum(buffer.data(), buffer.size());
+    sum_over_ranks(total.hv_eps_r, model.grid);
+    sum_over_ranks(total.hv_sigma, model.grid);
+    total.misfit = parallel::sum(total.misfit);
     communication_s_ += seconds_since(t0);
-    std::copy_n(buffer.begin(), n, total.hv_eps_r.data());
-    std::copy_n(buffer.begin() + static_cast<std::ptrdiff_t>(n), n, total.hv_sigma.data());
-    total.misfit = buffer[2 * n];
     return total;
 }
 
