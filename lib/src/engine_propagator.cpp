@@ -23,6 +23,7 @@
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
+#include "parallel_arrays.hpp"
 #include "timing.hpp"
 
 namespace gprfwi {
@@ -131,8 +132,8 @@ void first_order_chain_rule(const PropagationSetup& s, const Model& model, Preci
 
 bool same_model(const Model& a, const Model& b) {
     const Grid &ga = a.grid, &gb = b.grid;
-    return ga.nx == gb.nx && ga.nz == gb.nz && ga.dx == gb.dx && ga.dz == gb.dz && a.eps_r.values() == b.eps_r.values() &&
-           a.sigma.values() == b.sigma.values() && a.mu_r.values() == b.mu_r.values();
+    return ga.nx == gb.nx && ga.nz == gb.nz && ga.dx == gb.dx && ga.dz == gb.dz && equal_parallel(a.eps_r, b.eps_r) &&
+           equal_parallel(a.sigma, b.sigma) && equal_parallel(a.mu_r, b.mu_r);
 }
 
 /// Runs fn(group) for every group: where `concurrent`, at once, groups 1..

@@ -19,9 +19,15 @@ inline void copy_parallel(const double* from, std::size_t n, double* to) {
     for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
 }
 
+/// a reshaped to nz x nx; its values are kept only where the shape matches
+/// (a buffer reused from call to call, every node written by its user).
+inline void reshape(Array2D& a, int nz, int nx) {
+    if (a.nz() != nz || a.nx() != nx) a = Array2D(nz, nx);
+}
+
 /// to = from (to reshaped, its memory kept where the size matches).
 inline void copy_parallel(const Array2D& from, Array2D& to) {
-    if (to.nz() != from.nz() || to.nx() != from.nx()) to = Array2D(from.nz(), from.nx());
+    reshape(to, from.nz(), from.nx());
     copy_parallel(from.data(), from.size(), to.data());
 }
 
@@ -73,12 +79,6 @@ inline void fill_parallel(Array2D& a, double v) {
     double* p = a.data();
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < a.size(); ++i) p[i] = v;
-}
-
-/// a reshaped to nz x nx; its values are kept only where the shape matches
-/// (a buffer reused from call to call, every node written by its user).
-inline void reshape(Array2D& a, int nz, int nx) {
-    if (a.nz() != nz || a.nx() != nx) a = Array2D(nz, nx);
 }
 
 }  // namespace gprfwi
