@@ -276,8 +276,7 @@ private:
     /// evaluated twice). With `illumination`, evaluated afresh and the energy
     /// filled in.
     double physical(const Model& m, Array2D* illumination = nullptr) {
-        if (!illumination && cache_valid_ && equal_parallel(m.eps_r, cache_model_.eps_r) &&
-            equal_parallel(m.sigma, cache_model_.sigma))
+        if (!illumination && cache_valid_ && equal_parallel(m.eps_r, cache_eps_r_) && equal_parallel(m.sigma, cache_sigma_))
             return cache_j_;
         cache_valid_ = false;
         reshape(cache_ge_, m.grid.nz, m.grid.nx);  // (the objective writes every node)
@@ -289,7 +288,8 @@ private:
         }
         ++evaluations_;
         propagations_ += 2;  // the forward and the adjoint
-        copy_parallel(m, cache_model_);
+        copy_parallel(m.eps_r, cache_eps_r_);  // (all that changes within a stage)
+        copy_parallel(m.sigma, cache_sigma_);
         cache_valid_ = true;
         return cache_j_;
     }
@@ -420,6 +420,21 @@ private:
         }
     }
 
+    /// The model at x, in trial_ (its memory reused from one evaluation to
+    /// the next): the stage's model with the active parameters from x. Only
+    /// eps_r and sigma change within a stage; mu_r and the grid are copied once.
+    Model& trial_model(const double* x) {
+        Model& m = trial_;
+        if (m.mu_r.nz() != model_.mu_r.nz() || m.mu_r.nx() != model_.mu_r.nx()) {
+            copy_parallel(model_, m);
+        } else {
+            copy_parallel(model_.eps_r, m.eps_r);
+            copy_parallel(model_.sigma, m.sigma);
+        }
+        model_from_x(x, m);
+        return m;
+    }
+
     /// What parameter k's regulariser measures at model m, into q: eps_r / eps_ref,
     /// or ln(sigma / sigma_ref) (sigma may be 0 in masked nodes, air: the
     /// logarithm starts at the lower bound).
@@ -514,9 +529,7 @@ private:
     /// dJ/d sigma d2sigma/dx2, which Gauss-Newton leaves out), and the
     /// regularisation's.
     void hessian_product(const double* v, double* out) {
-        Model& m = trial_;
-        copy_parallel(model_, m);
-        model_from_x(hessian_x_.data(), m);
+        const Model& m = trial_model(hessian_x_.data());
         const Grid& g = m.grid;
         Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
         for (std::size_t k = 0; k < params_.size(); ++k)
@@ -608,9 +621,7 @@ private:
 
     /// f(x) = J/J0 + R and df/dx over the full vector.
     double objective(const double* x, double* gx) {
-        Model& m = trial_;  // (its memory reused from one evaluation to the next)
-        copy_parallel(model_, m);
-        model_from_x(x, m);
+        const Model& m = trial_model(x);
         const double j = physical(m);
         const Array2D &ge = cache_ge_, &gs = cache_gs_;
         for (std::size_t k = 0; k < params_.size(); ++k)
@@ -677,23 +688,19 @@ private:
         gather(g, ga);
         const std::size_t n = xa.size();
         if (last_x_.size() == n) {
-            // y in the smoothing buffer, T y in last_g_'s place (not needed past here)
-            std::vector<double>& yv = smooth_whole_;
-            yv.resize(n);
+            // y = g - g_last in g_last's place (not needed past here), then T y there:
+            // y'Sy = |T y|^2, S = T T with T symmetric, one of the two passes
+            std::vector<double>& y = last_g_;
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n; ++i) yv[i] = ga[i] - last_g_[i];
-            const double s_y = sum_parallel(n, [&](std::size_t i) { return (xa[i] - last_x_[i]) * yv[i]; });
-            // y'Sy = |T y|^2, S = T T with T symmetric: one of the two passes
-            std::vector<double>& ty = last_g_;
-            copy_parallel(yv.data(), n, ty.data());
-            smooth(ty, 1);
-            const double y_sy = sum_parallel(n, [&](std::size_t i) { return ty[i] * ty[i]; });
+            for (std::size_t i = 0; i < n; ++i) y[i] = ga[i] - y[i];
+            const double s_y = sum_parallel(n, [&](std::size_t i) { return (xa[i] - last_x_[i]) * y[i]; });
+            smooth(y, 1);
+            const double y_sy = sum_parallel(n, [&](std::size_t i) { return y[i] * y[i]; });
             if (s_y > 0 && y_sy > 0) gamma_ = s_y / y_sy;
         }
-        last_x_.resize(n);
-        last_g_.resize(n);
-        copy_parallel(xa.data(), n, last_x_.data());
-        copy_parallel(ga.data(), n, last_g_.data());
+        // x and g become the last ones (the whole-vector buffers are refilled before their next use)
+        std::swap(last_x_, xa);
+        std::swap(last_g_, ga);
     }
 
     // --- TAO ---
@@ -823,8 +830,8 @@ private:
             if (!parallel::is_root()) return;
             writer_.wait();
             const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
-                                       equal_parallel(cache_model_.eps_r, model_.eps_r) &&
-                                       equal_parallel(cache_model_.sigma, model_.sigma);
+                                       equal_parallel(cache_eps_r_, model_.eps_r) &&
+                                       equal_parallel(cache_sigma_, model_.sigma);
             std::string csv = history_header(truth_.has_value());
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
             H5Attributes a;
@@ -1063,7 +1070,7 @@ private:
     std::string user_reason_;
     std::exception_ptr failure_;
     bool cache_valid_ = false;
-    Model cache_model_;
+    Array2D cache_eps_r_, cache_sigma_;  // the model of the cached evaluation
     Array2D cache_ge_, cache_gs_;
     double cache_j_ = 0;
     BackgroundWriter& writer_;
