@@ -44,6 +44,7 @@ struct BenchArgs {
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
     int check_every = PropagatorOptions{}.blowup_check_interval;
     int shot_groups = 0;
+    CudaTuning cuda;
     int iterations = 5;
     bool gauss_newton = false;
 };
@@ -134,6 +135,7 @@ PropagatorOptions bench_options(const BenchArgs& a) {
     opt.snapshots.binomial_slots = a.binomial;
     opt.blowup_check_interval = a.check_every;
     opt.shot_groups = a.shot_groups;
+    opt.cuda = a.cuda;
     return opt;
 }
 
@@ -487,6 +489,16 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--check-every", a->check_every, "Check the fields for NaN/Inf every N steps (0: first and last only)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
+    // the CUDA backend's knobs (docs/gpu.md), for measurements
+    cmd->add_option("--step-rows", a->cuda.step_rows, "CUDA: rows of the forward's segments (0: automatic)")
+        ->capture_default_str();
+    cmd->add_option("--adjoint-rows", a->cuda.adjoint_rows, "CUDA: rows of the adjoint's segments (0: automatic)")
+        ->capture_default_str();
+    cmd->add_option("--pair-rows", a->cuda.pair_rows,
+                    "CUDA: the forward's step pairs: -2 where they pay, -1 wherever there is a pair box, 0 none, N "
+                    "rows a segment")
+        ->capture_default_str();
+    cmd->add_flag("!--no-l2-persist", a->cuda.l2_persist, "CUDA: no L2 persisting window over the coefficients");
     cmd->callback([a] { run_bench(*a); });
 }
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# On a GPU machine: forward and gradient rates of the 8-shot case for
-# several rows-per-thread settings of the forward kernels
-# (GPRFWI_CUDA_ROWS_PER_THREAD), to choose the default. Logs under $OUT.
+# On a GPU machine: whole-call and loop rates of the 1000 x 1000 x 8-shot
+# forward and gradient for several segment heights of the CUDA kernels
+# (gprfwi bench --step-rows / --adjoint-rows, docs/gpu.md), to choose the
+# defaults. Usage: scripts/gpu-sweep.sh [GPRFWI]; logs under $OUT.
 set -uo pipefail
 gprfwi=${1:-build/app/gprfwi}
 out=${OUT:-gpu-results}
 mkdir -p "$out"
-for rows in 1 2 4; do
-  for mode in forward gradient; do
-    echo "== rows per thread $rows, $mode"
-    GPRFWI_CUDA_ROWS_PER_THREAD=$rows "$gprfwi" bench --backend cuda --nx 1000 --nz 1000 --shots 8 --nt 1000 \
-      --mode $mode --repeats 2 2>&1 | sed -n 3p
-  done
+common=(--backend cuda --nx 1000 --nz 1000 --shots 8 --nt 1000 --repeats 3)
+for rows in 0 12 14 16 20; do
+  echo "== forward, step rows $rows (0: automatic)"
+  "$gprfwi" bench "${common[@]}" --mode forward --step-rows "$rows" 2>&1 | grep -E "^\{"
+  echo "== gradient, adjoint rows $rows (0: automatic)"
+  "$gprfwi" bench "${common[@]}" --mode gradient --adjoint-rows "$rows" 2>&1 | grep -E "^\{"
 done 2>&1 | tee "$out/sweep.log"

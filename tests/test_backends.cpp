@@ -24,13 +24,6 @@
 namespace gprfwi {
 namespace {
 
-// Sets an environment variable for its lifetime (the engine reads some for measurements and checks).
-struct ScopedEnvironment {
-    const char* name;
-    ScopedEnvironment(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
-    ~ScopedEnvironment() { unsetenv(name); }
-};
-
 // Infinite when a value of `a` is not finite (std::max would pass over a NaN).
 double max_relative(const std::vector<double>& a, const std::vector<double>& ref) {
     double num = 0, den = 0;
@@ -239,7 +232,7 @@ PropagatorOptions level_options(int order, Precision precision, SnapshotCompress
     return opt;
 }
 
-// Device memory filled with NaN when allocated (GPRFWI_POISON_DEVICE_MEMORY):
+// Device memory filled with NaN when allocated (CudaTuning::poison_device_memory):
 // a kernel that reads a node before anything wrote it (a halo, a level slot,
 // a CPML memory) turns the traces or gradients into NaN. Without the option
 // such a node holds whatever the allocation's memory held before, zero in a
@@ -247,7 +240,6 @@ PropagatorOptions level_options(int order, Precision precision, SnapshotCompress
 // compression, the forward's step pairs, stencils 4, 6 and 8.
 TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
     GPRFWI_SKIP_WITHOUT_GPU();
-    const ScopedEnvironment poison("GPRFWI_POISON_DEVICE_MEMORY", "1");
     struct Case {
         const char* name;
         Precision precision;
@@ -272,13 +264,13 @@ TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
         const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
         Survey survey = test::random_survey(g, 3, 2, 3, 160, 3e8, dt, 19);
         survey.shots[0].sources.front().position = Position{0.0, 0.0};  // on the edge: read the halo
-        const PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage,
-                                                    c.checkpoint_steps, c.binomial_slots);
+        PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage, c.checkpoint_steps,
+                                              c.binomial_slots);
+        opt.cuda.poison_device_memory = true;
         expect_gpu_matches_cpu(opt, model, truth, survey,
                                std::string("poisoned memory, ") + c.name + ", stencil " + std::to_string(c.order));
     }
     // the forward's step pairs, on a grid large enough for a pair box
-    const ScopedEnvironment pairs("GPRFWI_PAIR_ROWS", "16");
     const Grid big{420, 120, 0.02, 0.025};
     const Model plain = test::heterogeneous_model(big, 41);
     const double dt = 0.9 * test::cfl_limit(big, plain.min_eps_mu(), 4);
@@ -288,6 +280,8 @@ TEST(CudaBackend, NothingIsReadBeforeItIsWritten) {
     opt.precision = Precision::single;
     const Traces cpu = CpuPropagator(opt).forward(plain, survey);
     opt.backend = BackendKind::cuda;
+    opt.cuda.poison_device_memory = true;
+    opt.cuda.pair_rows = 16;
     auto gpu = make_propagator(opt);
     const double e = max_relative(flatten(gpu->forward(plain, survey)), flatten(cpu));
     std::printf("poisoned memory, forward step pairs: traces %.2e, %.0f%% of the nodes in pairs\n", e,
@@ -352,8 +346,8 @@ TEST(CudaBackend, XStripsOfEveryWidthMatchTheCpu) {
 
 // The marching warps' segments may take any number of rows: the forward's
 // are chosen per grid and GPU (12 to 16 rows, whichever fills the last wave
-// of blocks most), the adjoint's are 14, and GPRFWI_STEP_ROWS and
-// GPRFWI_ADJOINT_ROWS set them. Segments of 1 row (less than a stencil's
+// of blocks most), the adjoint's are 14, and CudaTuning's step_rows and
+// adjoint_rows set them. Segments of 1 row (less than a stencil's
 // reach), 5, 13 and 37 (the last one cut short), float and double, stencils
 // 4 and 8, three shots (the adjoint's shots take turns block by block).
 TEST(CudaBackend, SegmentsOfAnyLengthMatchTheCpu) {
@@ -361,30 +355,31 @@ TEST(CudaBackend, SegmentsOfAnyLengthMatchTheCpu) {
     struct Case {
         Precision precision;
         int order;
-        const char *step_rows, *adjoint_rows;
+        int step_rows, adjoint_rows;
     };
-    const Case cases[] = {{Precision::single, 4, "1", "37"},           {Precision::single, 4, "5", "1"},
-                          {Precision::single, 4, "13", "5"},           {Precision::single, 8, "37", "13"},
-                          {Precision::double_precision, 4, "37", "1"}, {Precision::double_precision, 8, "1", "5"}};
+    const Case cases[] = {{Precision::single, 4, 1, 37},           {Precision::single, 4, 5, 1},
+                          {Precision::single, 4, 13, 5},           {Precision::single, 8, 37, 13},
+                          {Precision::double_precision, 4, 37, 1}, {Precision::double_precision, 8, 1, 5}};
     const Grid g{130, 150, 0.02, 0.025};
     const Model model = test::heterogeneous_model(g, 41), truth = test::heterogeneous_model(g, 42);
     for (const Case& c : cases) {
-        const ScopedEnvironment step("GPRFWI_STEP_ROWS", c.step_rows);
-        const ScopedEnvironment adjoint("GPRFWI_ADJOINT_ROWS", c.adjoint_rows);
         const double dt = 0.9 * test::cfl_limit(g, model.min_eps_mu(), c.order);
         const Survey survey = test::random_survey(g, 3, 1, 5, 161, 3e8, dt, 17);
         PropagatorOptions opt = test::double_options(c.order, 0);
         opt.cpml.widths = {9, 12, 10, 11};
         opt.precision = c.precision;
+        opt.cuda.step_rows = c.step_rows;
+        opt.cuda.adjoint_rows = c.adjoint_rows;
         expect_gpu_matches_cpu(opt, model, truth, survey,
-                               std::string("segments of ") + c.step_rows + " (forward) and " + c.adjoint_rows +
-                                   " (adjoint) rows, stencil " + std::to_string(c.order));
+                               "segments of " + std::to_string(c.step_rows) + " (forward) and " +
+                                   std::to_string(c.adjoint_rows) + " (adjoint) rows, stencil " +
+                                   std::to_string(c.order));
     }
 }
 
 // Forward runs without kept levels take two steps a pass deep in the
 // interior (kernels::cuda::step_pair) where that pays, on large grids; here
-// GPRFWI_PAIR_ROWS asks for them on a small one, with segments of 16 and 37
+// CudaTuning::pair_rows asks for them on a small one, with segments of 16 and 37
 // rows: sources and receivers inside the pair box, across its edges and
 // corners and outside it, sinc sources (64 points, more than a warp holds
 // at once) and bilinear ones, an odd step count, a magnetic model.
@@ -432,11 +427,13 @@ TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
         auto gpu = make_propagator(opt);
         gpu->forward(model, survey);
         EXPECT_EQ(gpu->last_timings().forward_paired_share, 0.0) << "a grid this small takes no pairs by itself";
-        for (const char* rows : {"16", "37"}) {
-            const ScopedEnvironment asked("GPRFWI_PAIR_ROWS", rows);
-            const double e = max_relative(flatten(gpu->forward(model, survey)), flatten(cpu));
-            const double share = gpu->last_timings().forward_paired_share;
-            std::printf("forward step pairs, %s, stencil %d, %s points%s, %s-row segments: traces %.2e, %.0f%% of "
+        for (const int rows : {16, 37}) {
+            PropagatorOptions paired_opt = opt;
+            paired_opt.cuda.pair_rows = rows;
+            auto paired = make_propagator(paired_opt);
+            const double e = max_relative(flatten(paired->forward(model, survey)), flatten(cpu));
+            const double share = paired->last_timings().forward_paired_share;
+            std::printf("forward step pairs, %s, stencil %d, %s points%s, %d-row segments: traces %.2e, %.0f%% of "
                         "the nodes two steps a pass\n",
                         c.precision == Precision::single ? "single" : "double", c.order, to_string(c.interpolation),
                         c.magnetic ? ", magnetic model" : "", rows, e, 100 * share);
@@ -449,12 +446,11 @@ TEST(CudaBackend, ForwardStepPairsMatchTheCpu) {
 // A gradient whose forward keeps every uncompressed level on the device
 // writes Ey into the levels themselves, so its steps may go in pairs too
 // (the pairs write Ey^{m+1} and Ey^{m+2} into levels m + 1 and m + 2, or the
-// middle buffer where a level is not kept); GPRFWI_PAIR_ROWS asks for them
+// middle buffer where a level is not kept); CudaTuning::pair_rows asks for them
 // on a small grid. Levels every step (once on poisoned memory), every 2nd
 // and 3rd, an odd step count; bf16 levels keep one step a pass.
 TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
     GPRFWI_SKIP_WITHOUT_GPU();
-    const ScopedEnvironment asked("GPRFWI_PAIR_ROWS", "16");
     struct Case {
         Precision precision;
         int order, interval;
@@ -479,8 +475,8 @@ TEST(CudaBackend, GradientStepPairsMatchTheCpu) {
         opt.precision = c.precision;
         opt.snapshots.compression = c.compression;
         opt.snapshots.interval = c.interval;
-        std::optional<ScopedEnvironment> poison;
-        if (c.poisoned) poison.emplace("GPRFWI_POISON_DEVICE_MEMORY", "1");
+        opt.cuda.pair_rows = 16;
+        opt.cuda.poison_device_memory = c.poisoned;
         const std::string what = "gradient step pairs, stencil " + std::to_string(c.order) + ", levels every " +
                                  std::to_string(c.interval) + " step(s)" + (c.compression == kBf16 ? ", bf16" : "") +
                                  (c.poisoned ? ", poisoned memory" : "");
@@ -743,12 +739,11 @@ TEST(CudaBackend, WorkspaceServesChangingCallsBitwise) {
                           {"checkpoints of 7 steps, poisoned", kSingle, 4, kNone, kDevice, 7, 0, true},
                           {"binomial, 3 slots", kDouble, 4, kNone, kDevice, 0, 3, false}};
     for (const Case& c : cases) {
-        std::optional<ScopedEnvironment> poison;
-        if (c.poison) poison.emplace("GPRFWI_POISON_DEVICE_MEMORY", "1");
         PropagatorOptions opt = level_options(c.order, c.precision, c.compression, c.storage, c.checkpoint_steps,
                                               c.binomial_slots);
         PropagatorOptions gpu_opt = opt;
         gpu_opt.backend = BackendKind::cuda;
+        gpu_opt.cuda.poison_device_memory = c.poison;
         auto gpu = make_propagator(gpu_opt);
         for (const test::Call& call : test::changing_calls(c.order)) {
             CpuPropagator cpu(opt);

@@ -68,9 +68,15 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(c.propagator.cpml.widths.left, 10);
     EXPECT_EQ(c.output_dir, "out");
     const RunConfig o = load_run_config(path, {"grid.nx=60", "propagator.pml.top=4", "data.observed=obs.h5",
-                                               "propagator.shot_groups=3"});
+                                               "propagator.shot_groups=3", "propagator.cuda.pair_rows=16",
+                                               "propagator.cuda.poison_device_memory=true"});
     EXPECT_EQ(c.propagator.shot_groups, 0);  // automatic
     EXPECT_EQ(o.propagator.shot_groups, 3);
+    EXPECT_EQ(c.propagator.cuda.pair_rows, CudaTuning::kPairsWherePay);
+    EXPECT_FALSE(c.propagator.cuda.poison_device_memory);
+    EXPECT_EQ(o.propagator.cuda.pair_rows, 16);
+    EXPECT_TRUE(o.propagator.cuda.poison_device_memory);
+    EXPECT_TRUE(o.propagator.cuda.l2_persist);
     EXPECT_EQ(o.grid.nx, 60);
     EXPECT_EQ(o.propagator.cpml.widths.top, 4);
     EXPECT_EQ(o.propagator.cpml.widths.left, 10);
@@ -190,6 +196,8 @@ std::vector<Malformed> malformed_cases() {
         {"binomial_with_checkpoint", edit("pml: {width: 10}", "pml: {width: 10}, snapshots: {checkpoint: 20, binomial: 4}"), {}, "give either checkpoint (every C steps) or binomial (S saved states), not both", ""},
         {"pml_reflection_zero", edit("width: 10", "width: 10, reflection: 0"), {}, "propagator.pml.reflection: expected a number in (0, 1]", ""},
         {"batch_negative", edit("stencil: 4", "stencil: 4, shots_per_batch: -2"), {}, "propagator.shots_per_batch: expected an integer in [0", ""},
+        {"cuda_pair_rows", edit("stencil: 4", "stencil: 4, cuda: {pair_rows: -3}"), {}, "propagator.cuda.pair_rows: expected an integer in [-2, 100000], got '-3'", ":11:"},
+        {"cuda_unknown_key", edit("stencil: 4", "stencil: 4, cuda: {rows: 3}"), {}, "propagator.cuda.rows: unknown key", ":11:"},
         {"shot_groups_too_many", edit("stencil: 4", "stencil: 4, shot_groups: 65"), {}, "propagator.shot_groups: expected an integer in [0, 64], got '65'", ":11:"},
         {"noise_both", edit("output: {dir: out}", "noise: {snr_db: 20, std: 1e-3}\noutput: {dir: out}"), {}, "noise: give either snr_db or std, not both", ":12:8"},
         {"noise_neither", edit("output: {dir: out}", "noise: {seed: 3}\noutput: {dir: out}"), {}, "noise: expected snr_db (dB) or std (V/m)", ""},

@@ -39,23 +39,13 @@ namespace {
 
 namespace k = kernels;
 
-/// Whether GPRFWI_POISON_DEVICE_MEMORY=1 asks for every device array filled
-/// with bytes 0xFF (NaN in every floating-point type) when it is allocated
-/// and again at each call's start, so that anything read before the call
-/// wrote it shows in the results (the GPU tests use it).
-bool poison_device_memory() {
-    const char* v = std::getenv("GPRFWI_POISON_DEVICE_MEMORY");
-    return v && std::string_view(v) == "1";
-}
-
 /// Page-locked host memory for the engines' transfers of traces and sums,
-/// kept for the life of the process and lent out again. Copies between the
-/// device and pageable memory reach about 4.5 GB/s on the H200's host (the
-/// 17 MB of a 1000^2 gradient's two sums took 3.6-4.2 ms, 1% of a 2000-step
-/// gradient's time loops); page-locked memory takes the link's full speed.
-/// Pinning memory costs about as much as the copies it speeds up, so the
-/// blocks are never unpinned: the pool holds at most what the engines alive
-/// at one time borrowed, and the process's end frees it.
+/// kept for the life of the process and lent out again. Copies from
+/// pageable memory run at a fraction of the link's speed; page-locked memory
+/// takes all of it. Pinning memory costs about as much as the copies it
+/// speeds up, so the blocks are never unpinned: the pool holds at most what
+/// the engines alive at one time borrowed, and the process's end frees it
+/// (measurements: docs/performance.md, "CUDA tuning constants").
 class PinnedPool {
 public:
     /// A block of at least `bytes`: a free one if there is one, else a new one.
@@ -207,7 +197,9 @@ struct DeviceAllocationFailed : OutOfMemory {
 /// propagator's DeviceTally too.
 class DeviceBytes {
 public:
-    explicit DeviceBytes(DeviceTally& tally) : tally_(tally) {}
+    /// `poisoned`: every block filled with bytes 0xFF when allocated
+    /// (CudaTuning::poison_device_memory).
+    DeviceBytes(DeviceTally& tally, bool poisoned) : tally_(tally), poisoned_(poisoned) {}
     DeviceBytes(const DeviceBytes&) = delete;
     DeviceBytes& operator=(const DeviceBytes&) = delete;
     void added(void* block, std::size_t bytes) {
@@ -223,6 +215,7 @@ public:
         blocks_.erase(it);
     }
     std::size_t held() const { return held_; }
+    bool poisoned() const { return poisoned_; }
     /// Fills every block with bytes 0xFF (NaN in every floating-point type) on stream s.
     void poison(cudaStream_t s) const {
         for (const auto& [block, bytes] : blocks_) GPRFWI_CUDA_CHECK(cudaMemsetAsync(block, 0xFF, bytes, s));
@@ -230,6 +223,7 @@ public:
 
 private:
     DeviceTally& tally_;
+    bool poisoned_ = false;
     std::map<void*, std::size_t> blocks_;
     std::size_t held_ = 0;
 };
@@ -260,7 +254,7 @@ public:
 
     /// Holds n values from now on: where its memory holds fewer, the memory
     /// is given back and n values allocated anew (their bytes unspecified,
-    /// or 0xFF where poison_device_memory()); else it is kept, values and
+    /// or 0xFF where the owner is poisoned); else it is kept, values and
     /// all. Returns whether it allocated. Throws DeviceAllocationFailed when
     /// the device has too little free memory.
     bool resize(std::size_t n, DeviceBytes& owner) {
@@ -280,7 +274,7 @@ public:
         n_ = capacity_ = n;
         owner_ = &owner;
         owner.added(p_, n * sizeof(T));
-        if (poison_device_memory()) {  // (the legacy stream: finished before anything else uses the array)
+        if (owner.poisoned()) {  // (the legacy stream: finished before anything else uses the array)
             GPRFWI_CUDA_CHECK(cudaMemset(p_, 0xFF, n * sizeof(T)));
             GPRFWI_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
         }
@@ -538,7 +532,7 @@ template <typename T, int ORDER, typename Stored>
 class CudaEngine final : public Engine {
 public:
     CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, DeviceTally& tally)
-        : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally) {
+        : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally, o.cuda.poison_device_memory) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
@@ -608,6 +602,8 @@ public:
         zero_fields();
         checks_ = {};  // (those of a run that threw)
         pairs_ = pairs_possible_ && !mid_.empty() && nt >= 2 && (!keep_levels || levels_are_ey(!host_levels_));
+        notes_.forward_paired_share = pairs_ ? k::cuda::step_pair_share<T, ORDER>(g_, x_.view(), z_.view()) : 0.0;
+        notes_.imaging_steps = paired_imaging(!host_levels_) ? 2 : 1;
         // bf16 levels in single precision, all kept: Ey as two planes, the upper one the level (split_planes)
         if (keep_levels && split_planes()) {
             hi_planes_.zero(stream_);  // (the first is step 0's Ey, zero)
@@ -679,6 +675,7 @@ public:
         }
         zero_fields();
         pairs_ = false;
+        notes_.forward_paired_share = 0;
         born_[0].zero(stream_);
         born_[1].zero(stream_);
         int current = 0;
@@ -703,7 +700,7 @@ public:
             current = 1 - current;
             const k::cuda::StepSamples previous{sparse_.view, born_traces_.get(), nt, m - 1};  // of dEy^m
             k::cuda::step<T, ORDER, T>(g_, materials(), x, z, d_in, d_out, nullptr, nullptr, m > 0 ? &previous : nullptr,
-                                       stream_);
+                                       opt_.cuda, stream_);
             k::cuda::born_scatter<T>(g_, {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
                                      stream_);
             if (check_now(m)) {
@@ -800,7 +797,7 @@ public:
                 left = last ? Levels{} : Levels{j_prev, j_next, prev, next};
             }
             k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, &pair,
-                                                    sparse, stream_);
+                                                    sparse, opt_.cuda, stream_);
             injected = m - 1;  // the step added the next one's
             adj_cur = 1 - adj_cur;
             lam_cur = (lam_cur + 1) % n_lambda;
@@ -910,19 +907,17 @@ private:
     /// shot's warps at their own time, by which the fields streaming through
     /// L2 have pushed them out (a batch of 8 shots read them from DRAM
     /// about twice a step). Where they fit in half of the L2 that may be set
-    /// aside for persisting accesses (1000^2 nodes: 8.8 MB of ~38 MB on an
-    /// H200), the engine's stream gets an access-policy window over them:
-    /// they stay in L2 (forward 1000^2 x 8 shots 99 -> 101 G cell-steps/s,
-    /// gradient 41 -> 42 G). Larger coefficients are left alone (at 4000^2,
-    /// 130 MB, a window over a share of them halved the rate).
-    /// GPRFWI_L2_PERSIST=0 turns it off, for measurements (docs/gpu.md).
+    /// aside for persisting accesses, the engine's stream gets an
+    /// access-policy window over them and they stay in L2. Larger
+    /// coefficients are left alone: a window over a share of them slows the
+    /// steps (docs/performance.md, "CUDA tuning constants").
+    /// CudaTuning::l2_persist = false turns it off, for measurements (docs/gpu.md).
     void keep_coefficients_in_l2() {
         const std::size_t bytes = coefs_.size() * sizeof(T);
         int set_aside = 0, max_window = 0;  // (two attributes, not all of cudaGetDeviceProperties: each call)
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&set_aside, cudaDevAttrMaxPersistingL2CacheSize, device_));
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
-        const char* off = std::getenv("GPRFWI_L2_PERSIST");
-        const bool wanted = !(off && std::string_view(off) == "0") && g_.n_shots >= 2 && bytes > 0 &&
+        const bool wanted = opt_.cuda.l2_persist && g_.n_shots >= 2 && bytes > 0 &&
                             bytes <= static_cast<std::size_t>(max_window);
         if (l2_window_ && wanted && window_base_ == coefs_.get() && window_bytes_ == bytes) return;  // as it is
         drop_l2_window();
@@ -953,10 +948,6 @@ private:
     }
 
 public:
-    int imaging_steps() const override { return paired_imaging(!host_levels_) ? 2 : 1; }
-    double forward_paired_share() const override {
-        return pairs_ ? k::cuda::step_pair_share<T, ORDER>(g_, x_.view(), z_.view()) : 0.0;
-    }
     std::string level_storage() const override {
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
         if (s_.binomial_slots)
@@ -1015,10 +1006,10 @@ private:
         const k::cuda::StepSamples* samples = sample && m > 0 ? &previous : nullptr;
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, stream_);
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, opt_.cuda, stream_);
             if (keep) keep_level(out.ey, keep, j);
         } else {
-            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, stream_);
+            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, opt_.cuda, stream_);
         }
     }
 
@@ -1047,7 +1038,7 @@ private:
         const k::cuda::StepSamples of_in{sparse_.view, traces_.get(), nt, m - 1};  // Ey^m
         const k::cuda::StepSamples of_mid{sparse_.view, traces_.get(), nt, m};     // Ey^{m+1}
         k::cuda::step_pair<T, ORDER>(g_, materials(), x_.view(), z_.view(), in, mid, out, first, second,
-                                     m > 0 ? &of_in : nullptr, of_mid, stream_);
+                                     m > 0 ? &of_in : nullptr, of_mid, opt_.cuda, stream_);
     }
 
     /// What a forward time loop leaves to do once its steps are queued: wait
@@ -1206,9 +1197,9 @@ private:
     /// with a third lambda_ey array: where the levels of three steps are
     /// resident together (not those of binomial checkpointing, nor a ring
     /// of host or disk levels, where PCIe or the disk sets the pace anyway),
-    /// and not for fp8 levels, whose bytes the pairs hardly reduce: their
-    /// imaging threads, half as many with loops twice as long, ran 2.5%
-    /// slower at 1000^2 x 8 (docs/performance.md).
+    /// and not for fp8 levels, whose bytes the pairs hardly reduce while
+    /// their imaging threads, half as many with loops twice as long, lose
+    /// (docs/performance.md, "CUDA tuning constants").
     bool paired_imaging(bool levels_on_device) const {
         return levels_on_device && !s_.binomial_slots && !kScaledStorage<Stored>;
     }
@@ -1316,7 +1307,7 @@ private:
                 sources_interior_ = sources_interior_ && k::cuda::step_interior_contains<T, ORDER>(g_, x, z, p.index);
         // the forward takes its steps in pairs where it can (without kept levels, or with levels that are its
         // Ey): a middle buffer for the first's fields
-        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z);
+        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z, opt_.cuda);
         if (pairs_possible_ && (!gradient || levels_are_ey(!host_levels_)))
             mid_.resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
         std::size_t rows = 0;
@@ -1395,10 +1386,10 @@ private:
     /// Loads what the call's setup holds: the model's coefficients, the CPML
     /// profiles, the point operators and
     /// wavelets, and the receiver nodes of the adjoint's frame. With
-    /// poison_device_memory(), everything is poisoned first (but the levels'
+    /// CudaTuning::poison_device_memory, everything is poisoned first (but the levels'
     /// halos, which must hold zeros).
     void load() {
-        if (poison_device_memory()) {
+        if (opt_.cuda.poison_device_memory) {
             bytes_.poison(stream_);
             sparse_.forget();
             zero_level_halos(levels_);
@@ -1650,7 +1641,7 @@ std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions& option
 
 double cuda_copy_bandwidth(std::size_t bytes) {
     DeviceTally tally;
-    DeviceBytes held(tally);
+    DeviceBytes held(tally, false);
     DeviceArray<char> a, b;
     a.resize(bytes, held);
     b.resize(bytes, held);

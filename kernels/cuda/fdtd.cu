@@ -58,8 +58,8 @@ __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
 // thread's nodes, the z-stencil whole packs of the rows above and below. Each
 // node's arithmetic is the CPU's, in the same order. Needs 16-byte aligned
 // rows: PaddedGrid rounds `stride` up to a multiple of 4 values (kernels.hpp).
-// Measured steps (docs/performance.md): one node per thread with scalar loads
-// reached ~50% of DRAM bandwidth, latency-bound; packs of 4 floats, +30%.
+// A step is bound by memory, and its rate by the bytes each thread has in
+// flight: one node a thread with scalar loads is latency-bound (docs/performance.md, "CUDA tuning constants").
 
 /// Nodes per thread: one 16-byte load of T.
 template <typename T>
@@ -204,35 +204,29 @@ __device__ __forceinline__ void with_ey(const TmFields<T>& f, Fn fn) {
 // CPML memories are read and written only at their own nodes, in place. Each
 // node's arithmetic is the CPU's (update_h then update_e, then the source
 // term), in the same order.
-// Blocks of 4 warps, segments of 16 rows (32 fill the GPU in fewer, uneven
-// waves: -10% at 1000^2 x 8 shots; 12, 20 and 24 rows: -1.5%, -5%, -10%
-// forward, gradient +0.7%, -3%, -6%); blocks an SM: step_blocks_per_sm.
-// Without step pairs the forward's segments take 12 to 16 rows, whichever
-// fills the last wave of blocks most (forward_rows; at 1000^2 x 8, 14 rows:
-// forward +1.3%).
+// Blocks of 4 warps, segments of 16 rows: short enough that the blocks fill
+// the GPU in even waves; blocks an SM: step_blocks_per_sm. Without step
+// pairs the forward's segments take 12 to 16 rows, whichever fills the last
+// wave of blocks most (forward_rows). The measurements behind these
+// constants and the ones below: docs/performance.md, "CUDA tuning constants".
 // Odd segments march up (MarchingWarp::up, march_segment), a mirror image
 // of the march down: the rows around a segment boundary, which the warps on
 // both sides read (2R - 1 beyond each end of a segment), are then read by
 // both near their ends or both near their starts, close in time, so that
 // the second read finds them in L2 (all marching down, one warp read them
-// at its start and the other a march later, both from DRAM): forward
-// 1000^2 x 8 +2.4%, gradient +1.4%, with bf16 levels +1.8%.
+// at its start and the other a march later, both from DRAM).
 constexpr int kStepWarps = 4, kStepRows = 16;
-// The z strips' segments: 4 rows (their warps do more a row; 2, 3 and 8 rows
-// measured slower; a whole strip as one segment made its warps, marching 25
-// rows, the step's critical path).
+// The z strips' segments: 4 rows, fewer than the interior's since their
+// warps do more a row (a whole strip as one segment made its warps the
+// step's critical path).
 constexpr int kStripRows = 4;
-// The adjoint's marching segments: 14 rows (with odd segments marching up;
-// at 1000^2 x 8 shots, bf16 levels, against 14: 8, 10, 11, 12, 13, 16 rows
-// -1.6%, -0.9%, -0.9%, -0.6%, -0.2%, -0.8%, fifteenth session). Before the
-// segments marched up too, 12 and 16 ran alike.
+// The adjoint's marching segments: 14 rows, the fastest of 8 to 16 with odd
+// segments marching up.
 constexpr int kAdjointRows = 14;
 // Blocks an SM of the forward and adjoint step kernels (their registers:
-// 80, 96, 128 a thread for 6, 5, 4). Measured at 1000^2 x 8 shots against
-// one block fewer (docs/performance.md): single precision keeps the most
-// at every order (one fewer: 1-8% slower, although the kernels of orders 4
-// and 6 then spill no more); double precision at orders 4 and 6 gains from
-// one fewer (forward +7%, gradient +5% and +2%), at order 8 not.
+// 80, 96, 128 a thread for 6, 5, 4): as many as the registers allow, which
+// single precision keeps at every order although orders 4 and 6 then spill;
+// double precision at orders 4 and 6 runs faster with one block fewer.
 template <typename T>
 constexpr int step_blocks_per_sm(int order) {
     if (sizeof(T) == 8 && (order == 4 || order == 6)) return order == 4 ? 5 : 4;
@@ -1185,13 +1179,6 @@ int resident_blocks() {
     return resident;
 }
 
-/// Rows of the marching segments from the environment, for measurements
-/// (docs/gpu.md): `name` set to N > 0, N rows; else 0.
-inline int rows_from_environment(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::max(0, std::atoi(v)) : 0;
-}
-
 /// The pair warps' launch. A pair warp's segment takes long (two steps of
 /// `rows` + 6R - 3 rows), so the segments are cut to fill the GPU's resident
 /// warps in whole waves (with `rows` < 0; else `rows` rows).
@@ -1734,7 +1721,7 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 // updates, stay in place. A strip's whole width a tile, because
 // recomputing q_x or p_x in another tile's strip columns would read x
 // memories that tile updates. (The forward step's frame in such tiles,
-// Hz and Hx in shared memory, measured 3% slower than its node kernels.)
+// Hz and Hx in shared memory, ran slower than its node kernels.)
 
 /// A tile's shape: its columns are `own` packs from the strip's first
 /// column, with QH packs more on each side for q_x (p_x needs it R columns
@@ -1767,8 +1754,8 @@ struct StripTiles {
 /// The tiles beside march box `b` (the strips are its sides): of 32 rows,
 /// or 16 or 8 where those would take more than kMaxTileShared bytes of
 /// shared memory (every block of the launch holds that much); none when 8
-/// rows would too (a wide CPML) or there is no interior. Measured at 1000^2
-/// x 8 shots: 32 rows 1% faster than 16, 8 slower.
+/// rows would too (a wide CPML) or there is no interior. The tallest tiles
+/// that fit run fastest.
 constexpr std::size_t kMaxTileShared = 32 * 1024;
 template <typename T, int ORDER>
 StripTiles strip_tiles(const GridParams<T>& g, const Interior& b) {
@@ -1985,8 +1972,8 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
 // scratch arrays; the warps keep q and p in registers and never write
 // them, so pass 1 also writes q (only) over a ring of marched nodes 2R
 // wide and pass 2 p (only) over a ring R wide: what the frame's passes 2
-// and 3 read there. Measured at 1000^2 x 8 shots: the tiles took the
-// gradient from 36.7 to 38.9 G cell-steps/s.
+// and 3 read there. The tiles save the frame's launches and scratch
+// traffic (docs/performance.md, "CUDA tuning constants").
 struct AdjointLaunch {
     Interior box, march;         // the interior; with the z strips, all that the warps march (the frame is outside)
     Interior ring1, ring2;       // `march` without the rings of passes 1 and 2
@@ -2006,9 +1993,7 @@ struct AdjointLaunch {
 /// interior's, the z strips' below and the frame's. The imaging's blocks,
 /// spread evenly over the launch and in the order of their rows too, so
 /// read the lambda_ey of all shots while the shots' warps read it, more
-/// often from L2: at 1000^2 x 8 shots, bf16 levels, DRAM reads -6%, the L2
-/// partitions' fabric 86% -> 79% busy, gradient +0.2-0.4% (against each
-/// shot's blocks in turn, tiles first).
+/// often from L2 than with each shot's blocks in turn.
 __device__ __forceinline__ void adjoint_block(const AdjointLaunch& l, int shots, int o, int& shot, int& s) {
     const int per_shot = l.step_blocks / shots, j = o / shots;
     shot = o - j * shots;
@@ -2206,14 +2191,11 @@ int blocks_for(std::size_t n, int threads) { return static_cast<int>((n + thread
 /// Rows of the forward's segments without a hole (no step pairs): from 12 to
 /// 16, the count whose long blocks (the interior's and the z strips', all
 /// shots) fill their last wave of the GPU's resident blocks the most, ties
-/// to more rows; or GPRFWI_STEP_ROWS (docs/gpu.md). A block marches for
-/// most of a step (30-45 us of 80 at 1000^2 x 8 shots), so a last wave a
-/// quarter empty leaves the GPU part idle for a quarter of the step: at
-/// 1000^2 x 8 shots 16 rows fill 1.71 waves, 14 rows 1.91 (forward +1.3%;
-/// 15 and 13 rows, 1.80 and 2.03 waves: +0.7%, +0.2%).
+/// to more rows; or `asked` rows where it is > 0. A block marches for
+/// most of a step, so a last wave a quarter empty leaves the GPU part idle
+/// for a quarter of the step.
 template <typename T, int ORDER>
-int forward_rows(const GridParams<T>& g, const Interior& box) {
-    const int asked = rows_from_environment("GPRFWI_STEP_ROWS");
+int forward_rows(const GridParams<T>& g, const Interior& box, int asked) {
     if (asked > 0) return asked;
     const int resident = resident_blocks<step_kernel<T, ORDER, T>>();
     int best = kStepRows;
@@ -2235,11 +2217,11 @@ int forward_rows(const GridParams<T>& g, const Interior& box) {
 /// marching warps less those of `hole` (whole bands and segments of them;
 /// none when empty), the z strips' and the frame's blocks.
 template <typename T, int ORDER>
-StepLaunch step_launch(const GridParams<T>& g, const Interior& box, const Interior& hole) {
+StepLaunch step_launch(const GridParams<T>& g, const Interior& box, const Interior& hole, const CudaTuning& tuning) {
     using S = StepShape<T, ORDER>;
     constexpr int band = S::U * S::N;
     StepLaunch l{};
-    if (hole.xb <= hole.xa) l.rows = forward_rows<T, ORDER>(g, box);
+    if (hole.xb <= hole.xa) l.rows = forward_rows<T, ORDER>(g, box, tuning.step_rows);
     marching_blocks<T, ORDER>(box, l.items.bands, l.interior_blocks, l.rows);
     if (hole.xb > hole.xa) {
         l.items.b1 = (hole.xa - box.xa) / band;
@@ -2266,10 +2248,10 @@ int sample_blocks(const StepSamples* samples) {
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
-          const StepSamples* samples, Stream stream) {
+          const StepSamples* samples, const CudaTuning& tuning, Stream stream) {
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
-    const StepLaunch l = step_launch<T, ORDER>(g, box, Interior{0, 0, 0, 0});
+    const StepLaunch l = step_launch<T, ORDER>(g, box, Interior{0, 0, 0, 0}, tuning);
     const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks(samples), g.n_shots);
     // Ey as two planes (TmFields::ey_hi; single precision, bf16 levels): the upper one is the level
     constexpr bool kCanSplit = std::is_same_v<T, float> && std::is_same_v<Stored, Bf16>;
@@ -2300,30 +2282,17 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     launch(std::false_type{});
 }
 
-/// Rows of a pair warp's segment: GPRFWI_PAIR_ROWS, for measurements (docs/
-/// gpu.md): unset (-2 here), automatic (pair_launch) where the pairs pay
-/// (step_pair_applies); 0, no pairs; N > 0, N rows, and -1 automatic,
-/// wherever there is a pair box.
-inline int pair_rows() {
-    const char* v = std::getenv("GPRFWI_PAIR_ROWS");
-    return v ? std::max(-1, std::atoi(v)) : -2;
-}
-
-// Where the pairs pay, measured on the H200 (forward, CPML 20,
-// docs/performance.md): stencils 2 and 4 (in float and double; 6 and 8, whose
-// pair warps hold twice the rows in 210-250 registers, ran from +2% to -19%
-// at 4000^2), from 2500^2 x 1 shot and 2000^2 x 4 up (+10 to +34%), not at
-// 2000^2 x 1, 1500^2 x 4, 1000^2 x 4 or x 8 (-6 to -19%): the steps outside
-// the pair box, twice a pair, and the pair's further launches cost the most
-// where the box is a small share of the interior (85-87% at 1000^2 and
-// 1500^2; 89% at 2000^2) or holds little work (2000^2 x 1).
+// Where the pairs pay: stencils 2 and 4 (the pair warps of 6 and 8 hold
+// twice the rows in too many registers), where the pair box is most of the
+// interior and holds much work; the steps outside the box, twice a pair, and
+// the pair's further launches cost the most where the box is a small share
+// of the interior or holds little work (docs/performance.md, "CUDA tuning constants").
 constexpr double kPairMinShare = 0.88, kPairMinNodes = 5e6;
 
 template <typename T, int ORDER>
-bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
-    const int rows = pair_rows();
-    if (rows == 0 || pair_launch<T, ORDER>(g, x, z, rows).blocks == 0) return false;
-    if (rows != -2) return true;
+bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, const CudaTuning& tuning) {
+    if (tuning.pair_rows == 0 || pair_launch<T, ORDER>(g, x, z, tuning.pair_rows).blocks == 0) return false;
+    if (tuning.pair_rows != CudaTuning::kPairsWherePay) return true;
     if (ORDER > 4) return false;
     const Interior box = step_interior<T, ORDER>(g, x, z), d = pair_box<T, ORDER>(g, x, z);
     const double nodes = static_cast<double>(d.xb - d.xa) * (d.zb - d.za);
@@ -2340,11 +2309,11 @@ template <typename T, int ORDER>
 void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                const TmFields<T>& in, const TmFields<T>& mid, const TmFields<T>& out, const StepSources& first,
                const StepSources& second, const StepSamples* samples_in, const StepSamples& samples_mid,
-               Stream stream) {
+               const CudaTuning& tuning, Stream stream) {
     constexpr int kThreads = kStepWarps * 32;
     const Interior box = step_interior<T, ORDER>(g, x, z);
-    const PairLaunch p = pair_launch<T, ORDER>(g, x, z, pair_rows());
-    const StepLaunch l = step_launch<T, ORDER>(g, box, p.box);  // outside the pair box
+    const PairLaunch p = pair_launch<T, ORDER>(g, x, z, tuning.pair_rows);
+    const StepLaunch l = step_launch<T, ORDER>(g, box, p.box, tuning);  // outside the pair box
     const int inject_blocks = blocks_for(first.op.n_source_points, kThreads);
     const int step_blocks = l.strip_blocks + l.interior_blocks + l.frame_blocks;
     // the first step (and the second in the pair box)
@@ -2396,7 +2365,7 @@ template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
                   const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
-                  const AdjointSparse& sparse, Stream stream) {
+                  const AdjointSparse& sparse, const CudaTuning& tuning, Stream stream) {
     constexpr int R = ORDER / 2, kThreads = kStepWarps * 32;
     AdjointLaunch l{};
     l.box = adjoint_interior<T, ORDER>(g, x, z);
@@ -2410,8 +2379,7 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
         l.packs2 = frame_packs(g, l.ring2);
         l.packs3 = frame_packs(g, l.march);
     }
-    const int asked_rows = rows_from_environment("GPRFWI_ADJOINT_ROWS");
-    l.rows = asked_rows > 0 ? asked_rows : kAdjointRows;
+    l.rows = tuning.adjoint_rows > 0 ? tuning.adjoint_rows : kAdjointRows;
     marching_blocks<T, ORDER>(l.box, l.bands, l.interior_blocks, l.rows);
     l.strip_blocks = z_strip_blocks(l.box, g.nz, l.bands);
     l.step_blocks =
@@ -2525,16 +2493,18 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void adjoint_step<T, ORDER, Stored>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&, \
                                                  const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,       \
                                                  const AdjointScratch<T>&, const ImagingView<T, Stored>*,          \
-                                                 const PairedImaging<T, Stored>*, const AdjointSparse&, Stream);
+                                                 const PairedImaging<T, Stored>*, const AdjointSparse&,            \
+                                                 const CudaTuning&, Stream);
 #define GPRFWI_INSTANTIATE_ORDER(T, ORDER)                                                                       \
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
-                                    const StepSources*, const StepSamples*, Stream);                                                 \
+                                    const StepSources*, const StepSamples*, const CudaTuning&, Stream);          \
     template void step_pair<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,                \
                                       const TmFields<T>&, const StepSources&, const StepSources&,                \
-                                      const StepSamples*, const StepSamples&, Stream);                            \
-    template bool step_pair_applies<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
+                                      const StepSamples*, const StepSamples&, const CudaTuning&, Stream);        \
+    template bool step_pair_applies<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,      \
+                                              const CudaTuning&);                                               \
     template double step_pair_share<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&);     \
     template bool step_interior_contains<T, ORDER>(const GridParams<T>&, const CpmlAxis<T>&, const CpmlAxis<T>&,  \
                                                    std::size_t);                                                         \
@@ -2544,7 +2514,7 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
                                               std::size_t);                                                       \
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
-                                       const StepSources*, const StepSamples*, Stream);                                                     \
+                                       const StepSources*, const StepSamples*, const CudaTuning&, Stream);       \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, T) GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Bf16)                           \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Fp8)
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \

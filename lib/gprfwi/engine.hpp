@@ -60,6 +60,18 @@ struct SecondOrderResult {
     std::span<const double> g_prev, g_next, dg_prev, dg_next;
 };
 
+/// What a backend's last call did beyond its timings, as data its time
+/// loops fill in: the CUDA backend's step pairs and paired imaging; other
+/// backends leave the defaults.
+struct EngineNotes {
+    /// Adjoint steps the imaging condition takes at once (2 where the kept
+    /// levels allow the CUDA backend's pairs).
+    int imaging_steps = 1;
+    /// The share of the grid's nodes whose steps the last forward() took two
+    /// a pass over the fields (the CUDA backend's step pairs).
+    double forward_paired_share = 0;
+};
+
 /// A backend's time loops over one batch (or shot group) of shots. An engine
 /// lives as long as its propagator's workspace and serves every call: it is
 /// made once for a setup object that the workspace refills at each call, and
@@ -101,13 +113,11 @@ public:
     virtual SecondOrderResult second_order_adjoint(const InternalTraces& source, const InternalTraces& d_source);
     /// Where the kept levels of the last forward(true) live, in words.
     virtual std::string level_storage() const = 0;
-    /// How many adjoint steps the imaging condition takes at once (the
-    /// CUDA backend's pairs, where its levels allow them; else 1).
-    virtual int imaging_steps() const { return 1; }
-    /// The share of the grid's nodes whose steps the last forward() took two
-    /// a pass over the fields (the CUDA backend's step pairs, without kept
-    /// levels, on large grids; else 0).
-    virtual double forward_paired_share() const { return 0; }
+    /// What the last forward() did beyond its timings (RunTimings copies it).
+    const EngineNotes& notes() const { return notes_; }
+
+protected:
+    EngineNotes notes_;  // the backend's forward() fills it
 };
 
 /// How many shot groups a batch of `shots` shots on `grid` runs as: the

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gprfwi/cuda_tuning.hpp"
 #include "gprfwi/storage.hpp"
 
 namespace gprfwi::kernels {
@@ -252,7 +253,7 @@ struct StepSamples {
 template <typename T, int ORDER, typename Stored>
 void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
-          const StepSamples* samples, Stream stream);
+          const StepSamples* samples, const CudaTuning& tuning, Stream stream);
 
 /// Two steps (n -> n + 2) of step<T, ORDER, T> (no level stored besides), from
 /// `in` through `mid` (the first step's fields, another buffer like `out`:
@@ -267,12 +268,12 @@ template <typename T, int ORDER>
 void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                const TmFields<T>& in, const TmFields<T>& mid, const TmFields<T>& out, const StepSources& first,
                const StepSources& second, const StepSamples* samples_in, const StepSamples& samples_mid,
-               Stream stream);
+               const CudaTuning& tuning, Stream stream);
 
 /// Whether the forward steps in pairs (step_pair) on this grid: where they
-/// pay (large grids, stencils 2 and 4), or as GPRFWI_PAIR_ROWS asks (docs/gpu.md).
+/// pay (large grids, stencils 2 and 4), or as `tuning.pair_rows` asks.
 template <typename T, int ORDER>
-bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z);
+bool step_pair_applies(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z, const CudaTuning& tuning);
 
 /// The share of the grid's nodes that step_pair steps two a pass.
 template <typename T, int ORDER>
@@ -347,7 +348,7 @@ template <typename T, int ORDER, typename Stored>
 void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                   const TmFields<T>& in, const TmFields<T>& out, const AdjointScratch<T>& s,
                   const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
-                  const AdjointSparse& sparse, Stream stream);
+                  const AdjointSparse& sparse, const CudaTuning& tuning, Stream stream);
 
 /// Whether adjoint_step<T, ORDER> uses the scratch arrays q and p and the
 /// map of frame receiver nodes (AdjointSparse::frame_first_node): only when

@@ -11,6 +11,7 @@
 
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/cpml.hpp"
+#include "gprfwi/cuda_tuning.hpp"
 #include "gprfwi/misfit.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/point_weights.hpp"
@@ -97,6 +98,8 @@ struct PropagatorOptions {
     /// gradient() also returns the forward field's energy per model node
     /// (GradientResult::illumination), for illumination preconditioning.
     bool illumination = false;
+    /// The CUDA backend's knobs, for measurements and tests (docs/gpu.md).
+    CudaTuning cuda;
 
     void validate() const;
 };
@@ -173,8 +176,8 @@ struct RunTimings {
     double adjoint_s = 0;  // adjoint time loop, gradients back to the host
     double other_s = 0;    // misfit, resampling, chain rule, folding
     std::string level_storage;  // where the kept forward levels lived
-    int imaging_steps = 1;      // adjoint steps the imaging condition took at once (Engine::imaging_steps)
-    double forward_paired_share = 0;  // of the nodes, stepped two a pass (Engine::forward_paired_share)
+    int imaging_steps = 1;      // adjoint steps the imaging condition took at once (EngineNotes)
+    double forward_paired_share = 0;  // of the nodes, stepped two a pass (EngineNotes)
     int shot_groups = 1;              // the batch's shot groups (resolve_shot_groups)
     /// A Hessian-vector product read its background from the levels kept by
     /// the product before it at the same model (no forward steps).

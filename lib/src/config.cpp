@@ -361,7 +361,7 @@ void read_survey(const YAML::Node& root, const Reader& r, RunConfig& c) {
 void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     const YAML::Node prop = root["propagator"];
     if (!prop) return;
-    r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch", "shot_groups"});
+    r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch", "shot_groups", "cuda"});
     auto& o = c.propagator;
     if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", {"auto", "cpu", "cuda"}));
     if (prop["precision"]) o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", {"single", "double"}));
@@ -375,6 +375,18 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
         c.shots_per_batch = static_cast<int>(r.integer(prop["shots_per_batch"], "propagator.shots_per_batch", 0, kMaxShots));
     if (prop["shot_groups"])
         o.shot_groups = static_cast<int>(r.integer(prop["shot_groups"], "propagator.shot_groups", 0, kMaxShotGroups));
+    if (const YAML::Node cuda = prop["cuda"]) {  // the CUDA backend's knobs, for measurements and tests (docs/gpu.md)
+        const std::string p = "propagator.cuda";
+        r.map(cuda, p, {"step_rows", "adjoint_rows", "pair_rows", "l2_persist", "poison_device_memory"});
+        CudaTuning& t = o.cuda;
+        if (cuda["step_rows"]) t.step_rows = static_cast<int>(r.integer(cuda["step_rows"], p + ".step_rows", 0, 100000));
+        if (cuda["adjoint_rows"])
+            t.adjoint_rows = static_cast<int>(r.integer(cuda["adjoint_rows"], p + ".adjoint_rows", 0, 100000));
+        if (cuda["pair_rows"])
+            t.pair_rows = static_cast<int>(r.integer(cuda["pair_rows"], p + ".pair_rows", CudaTuning::kPairsWherePay, 100000));
+        if (cuda["l2_persist"]) t.l2_persist = r.boolean(cuda["l2_persist"], p + ".l2_persist");
+        if (cuda["poison_device_memory"]) t.poison_device_memory = r.boolean(cuda["poison_device_memory"], p + ".poison_device_memory");
+    }
     if (const YAML::Node pml = prop["pml"]) {
         r.map(pml, "propagator.pml", {"width", "left", "right", "top", "bottom", "reflection", "power", "kappa_max"});
         if (pml["width"]) o.cpml.widths = PmlWidths::uniform(static_cast<int>(r.integer(pml["width"], "propagator.pml.width", 0, 1000)));

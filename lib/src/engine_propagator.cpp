@@ -322,7 +322,7 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     const InternalTraces internal = groups.join(std::move(parts));
     timings_.forward_s = seconds_since(t0);
     timings_.shot_groups = groups.groups();
-    timings_.forward_paired_share = groups.engine(0).forward_paired_share();
+    timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
     t0 = std::chrono::steady_clock::now();
     Traces out = to_user(s, internal, survey.nt);
     timings_.other_s = seconds_since(t0);
@@ -339,8 +339,8 @@ GradientResult EnginePropagator::gradient(const Model& model, const Survey& surv
     timings_.forward_s = seconds_since(t0);
     timings_.shot_groups = groups.groups();
     timings_.level_storage = groups.level_storage();
-    timings_.imaging_steps = groups.engine(0).imaging_steps();
-    timings_.forward_paired_share = groups.engine(0).forward_paired_share();
+    timings_.imaging_steps = groups.engine(0).notes().imaging_steps;
+    timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
     t0 = std::chrono::steady_clock::now();
     GradientResult out;
     out.synthetic = to_user(s, internal, survey.nt);

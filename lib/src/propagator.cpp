@@ -84,6 +84,12 @@ void PropagatorOptions::validate() const {
             fmt::format("shot groups must be 0 (automatic) or 1 to {}, got {}", kMaxShotGroups, shot_groups));
     if (blowup_check_interval < 0)
         throw InvalidArgument(fmt::format("blow-up check interval must be >= 0, got {}", blowup_check_interval));
+    if (cuda.step_rows < 0 || cuda.adjoint_rows < 0)
+        throw InvalidArgument(fmt::format("cuda step_rows and adjoint_rows must be >= 0 (0: automatic), got {} and {}",
+                                          cuda.step_rows, cuda.adjoint_rows));
+    if (cuda.pair_rows < CudaTuning::kPairsWherePay)
+        throw InvalidArgument(fmt::format("cuda pair_rows must be -2 (where pairs pay), -1 (any pair box), 0 (none) "
+                                          "or N > 0 rows, got {}", cuda.pair_rows));
 }
 
 TimeStepping plan_time_stepping(const Model& model, const Survey& survey, int order, bool allow_substeps) {
