@@ -74,7 +74,7 @@ if [ $profile = 1 ]; then
     > "$out/ncu.txt" 2>&1
   grep -E "^  [a-z_ ]*void|Duration|DRAM Throughput|L2 Hit Rate|Stall|Issued Warp|No Eligible" "$out/ncu.txt" | head -80
   # the memory system under the bf16 gradient's two step kernels, averaged per
-  # kernel (docs/performance.md, fourteenth session): stalls, DRAM, the L2 and
+  # kernel (docs/performance.md, "What limits the step kernels"): stalls, DRAM, the L2 and
   # the fabric between the L2's two partitions, what L1 passes on to L2
   metrics="gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
   metrics="$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct,l1tex__m_xbar2l1tex_read_bytes.sum"

@@ -1344,7 +1344,8 @@ private:
         }
         // The forward writes Ey (float levels) or its upper plane (split_planes) straight into the levels and
         // the next step reads it there, halo included: the halo, which no step writes, must hold zeros, not what
-        // freed memory left. Zeroed when the levels are allocated, the halos only (docs/performance.md).
+        // freed memory left. Zeroed when the levels are allocated, the halos only (a missed halo turns the
+        // results of CudaBackend.NothingIsReadBeforeItIsWritten into NaN).
         if (host_levels_) {
             levels_.release();
             checkpoints_.release();
