@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,6 +35,19 @@ void make_output_dir(const std::string& dir, const std::string& largest_name, st
         if (ec) throw Error(fmt::format("{}: cannot create the output folder: {}", dir, ec.message()));
         if (!largest_name.empty()) check_room_for((std::filesystem::path(dir) / largest_name).string(), largest_bytes);
     });
+}
+
+void warn_if_threads_exceed_cores() {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    const int cores = CPU_COUNT(&allowed), threads = omp_get_max_threads();
+    if (threads <= cores) return;
+    spdlog::warn("{} OpenMP threads, but this process may run on {} core{} only (its CPU affinity, which mpirun "
+                 "sets: by default one core a rank for up to two ranks), so the threads share {}: the host's work "
+                 "runs at a fraction of its speed. Give each rank its cores (mpirun --bind-to none, or --map-by "
+                 "slot:PE={}; srun --cpus-per-task={}) or set OMP_NUM_THREADS={}",
+                 threads, cores, cores == 1 ? "" : "s", cores == 1 ? "it" : "them", threads, threads, cores);
 }
 
 namespace {

@@ -40,6 +40,12 @@ void setup_logging(const std::string& level);
 /// the other ranks logged (each rank keeps its last 64).
 void summarize_other_ranks_warnings();
 
+/// Warns when OpenMP would run more threads than this process's CPU
+/// affinity allows cores (mpirun binds each of up to two ranks to one core
+/// by default): the threads would share them and the host's parallel work
+/// (the inversion driver, the CPU backend) would crawl.
+void warn_if_threads_exceed_cores();
+
 /// A progress display for the time loops (PropagatorOptions::progress), on
 /// rank 0 only (empty elsewhere): a bar redrawn in place on an interactive
 /// terminal, plain lines at every 25% in a batch log.

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     std::signal(SIGXFSZ, SIG_IGN);
     gprfwi::parallel::Session mpi(&argc, &argv);
     gprfwi::app::setup_logging("info");
+    gprfwi::app::warn_if_threads_exceed_cores();
     CLI::App app{"gprfwi: 2D TM full-waveform inversion of ground-penetrating-radar data"};
     app.set_version_flag("--version", std::string("gprfwi ") + GPRFWI_VERSION + " (" + GPRFWI_REVISION + ")");
     app.require_subcommand(1);

@@ -36,7 +36,8 @@ done
 gprfwi=$bin/gprfwi
 [ -x "$gprfwi" ] || { echo "benchmark-inversion.sh: no gprfwi in $bin (build first, or -b BIN_DIR)" >&2; exit 2; }
 [ ${#cases[@]} -gt 0 ] || for d in "$suite"/*/; do cases+=("$(basename "$d")"); done
-mpi=(mpirun -np "$ranks" --oversubscribe)
+# each rank's threads on cores of their own (mpirun's default binds each of up to two ranks to one core)
+mpi=(mpirun -np "$ranks" --oversubscribe --bind-to none)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / ranks > 0 ? $(nproc) / ranks : 1 ))}
 mkdir -p "$out/figures"
