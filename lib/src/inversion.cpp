@@ -425,12 +425,12 @@ private:
     /// eps_r and sigma change within a stage; mu_r and the grid are copied once.
     Model& trial_model(const double* x) {
         Model& m = trial_;
-        if (m.mu_r.nz() != model_.mu_r.nz() || m.mu_r.nx() != model_.mu_r.nx()) {
-            copy_parallel(model_, m);
-        } else {
-            copy_parallel(model_.eps_r, m.eps_r);
-            copy_parallel(model_.sigma, m.sigma);
+        if (m.mu_r.size() == 0) {  // the stage's first trial
+            m.grid = model_.grid;
+            copy_parallel(model_.mu_r, m.mu_r);
         }
+        copy_parallel(model_.eps_r, m.eps_r);
+        copy_parallel(model_.sigma, m.sigma);
         model_from_x(x, m);
         return m;
     }
