@@ -757,6 +757,43 @@ TEST(CudaBackend, WorkspaceServesChangingCallsBitwise) {
     }
 }
 
+// A workspace made ahead of a call (Propagator::reserve, which the command
+// line runs while it reads the data), for the call's model and survey or for
+// the next call's (another grid, fewer shots, no kept levels), leaves the
+// call bitwise the CPU's.
+TEST(CudaBackend, ReservedAheadMatchesTheCpu) {
+    GPRFWI_SKIP_WITHOUT_GPU();
+    struct Case {
+        const char* name;
+        SnapshotCompression compression;
+        SnapshotStorage storage;
+        bool poison;
+    };
+    const Case cases[] = {{"float levels on the device, poisoned", kNone, SnapshotStorage::device, true},
+                          {"host storage, bf16", kBf16, SnapshotStorage::host, false}};
+    for (const Case& k : cases) {
+        const PropagatorOptions opt = level_options(4, kSingle, k.compression, k.storage, 0, 0);
+        PropagatorOptions gpu_opt = opt;
+        gpu_opt.backend = BackendKind::cuda;
+        gpu_opt.cuda.poison_device_memory = k.poison;
+        const std::vector<test::Call> calls = test::changing_calls(4);
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            const test::Call& c = calls[i];
+            const test::Call& other = calls[(i + 1) % calls.size()];
+            CpuPropagator cpu(opt);
+            const test::CallResult expected = test::run_call(cpu, c);
+            auto same = make_propagator(gpu_opt);
+            same->reserve(c.model, c.survey, c.gradient);
+            test::expect_bitwise_equal(test::run_call(*same, c), expected, std::string(k.name) + ": reserved for " + c.what);
+            same.reset();
+            auto different = make_propagator(gpu_opt);
+            different->reserve(other.model, other.survey, other.gradient);
+            test::expect_bitwise_equal(test::run_call(*different, c), expected,
+                                       std::string(k.name) + ": " + c.what + ", reserved for " + other.what);
+        }
+    }
+}
+
 // Fifty gradients on one propagator: the device memory it holds at its
 // peak and the process's resident memory stay what they were after the
 // first calls, and the last result is bitwise the first.

@@ -42,6 +42,13 @@ public:
     const Survey& survey() const { return survey_; }
     Propagator& propagator() { return *propagator_; }
 
+    /// Propagator::reserve for this rank's first batch: makes ready what its
+    /// first forward (gradient = false) or gradient call would make at its
+    /// start. Not collective (no MPI), so that it can run on a thread of its
+    /// own beside the caller's reading of the data; an error is left for the
+    /// call to meet (and report collectively): reserve only logs it.
+    void reserve(const Model& model, bool gradient) noexcept;
+
     /// Traces of this rank's shots (collective only in its failure check).
     Traces forward(const Model& model);
 

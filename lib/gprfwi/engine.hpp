@@ -157,6 +157,8 @@ public:
     HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit, const ModelDirection& v,
                           HessianKind kind) override;
     MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
+    /// Binds the workspace to the batch as a call's start would (begin_call).
+    void reserve(const Model& model, const Survey& survey, bool gradient) override;
 
 protected:
     explicit EnginePropagator(const PropagatorOptions& options);

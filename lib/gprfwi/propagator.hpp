@@ -228,6 +228,15 @@ public:
     virtual HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit,
                                   const ModelDirection& v, HessianKind kind) = 0;
 
+    /// Makes ready what a forward (gradient = false) or gradient call on this
+    /// model's grid and this survey's shapes would make at its start (device
+    /// memory, page-locked buffers, engines, the first uploads), so that the
+    /// call pays only what a warm call pays. A caller runs it beside its own
+    /// work before its first call (the command line while it reads the
+    /// observed data); the call may then bring another model or survey, and
+    /// its results do not depend on what was reserved. The base does nothing.
+    virtual void reserve(const Model& model, const Survey& survey, bool gradient);
+
     /// Bytes a forward (gradient = false) or gradient run of this batch needs.
     virtual MemoryEstimate estimate_memory(const Model& model, const Survey& survey,
                                            bool gradient) const = 0;

@@ -88,6 +88,15 @@ Survey DistributedRunner::batch_survey(std::size_t first, std::size_t count) con
     return b;
 }
 
+void DistributedRunner::reserve(const Model& model, bool gradient) noexcept {
+    if (shots_.empty()) return;
+    try {
+        propagator_->reserve(model, batch_survey(0, std::min(batch_shots(), shots_.size())), gradient);
+    } catch (const std::exception& e) {
+        spdlog::debug("making the propagator's workspace ahead of the first call failed ({}); the call makes it", e.what());
+    }
+}
+
 Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};

@@ -313,6 +313,10 @@ const PropagationSetup& EnginePropagator::begin_call(const Model& model, const S
     return groups.batch();
 }
 
+void EnginePropagator::reserve(const Model& model, const Survey& survey, bool gradient) {
+    begin_call(model, survey, gradient);
+}
+
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     const PropagationSetup& s = begin_call(model, survey, false);
     ShotGroups& groups = *workspace_;

@@ -138,6 +138,8 @@ PropagatorOptions fix_survey_wide_options(PropagatorOptions o, const Model& mode
     return o;
 }
 
+void Propagator::reserve(const Model&, const Survey&, bool) {}
+
 GradientResult Propagator::gradient(const Model& model, const Survey& survey, const Traces& observed) {
     check_traces_match(observed, survey, "observed data");
     return gradient(model, survey, L2Misfit(observed));
