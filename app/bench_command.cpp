@@ -499,6 +499,8 @@ void add_bench_command(CLI::App& app) {
                     "rows a segment")
         ->capture_default_str();
     cmd->add_flag("!--no-l2-persist", a->cuda.l2_persist, "CUDA: no L2 persisting window over the coefficients");
+    cmd->add_flag("!--no-dependent-launch", a->cuda.dependent_launch,
+                  "CUDA: plain launches instead of programmatic dependent ones");
     cmd->callback([a] { run_bench(*a); });
 }
 

@@ -69,7 +69,8 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(c.output_dir, "out");
     const RunConfig o = load_run_config(path, {"grid.nx=60", "propagator.pml.top=4", "data.observed=obs.h5",
                                                "propagator.shot_groups=3", "propagator.cuda.pair_rows=16",
-                                               "propagator.cuda.poison_device_memory=true"});
+                                               "propagator.cuda.poison_device_memory=true",
+                                               "propagator.cuda.dependent_launch=false"});
     EXPECT_EQ(c.propagator.shot_groups, 0);  // automatic
     EXPECT_EQ(o.propagator.shot_groups, 3);
     EXPECT_EQ(c.propagator.cuda.pair_rows, CudaTuning::kPairsWherePay);
@@ -77,6 +78,8 @@ TEST(RunFile, ValidFileIsReadWithItsValuesAndOverrides) {
     EXPECT_EQ(o.propagator.cuda.pair_rows, 16);
     EXPECT_TRUE(o.propagator.cuda.poison_device_memory);
     EXPECT_TRUE(o.propagator.cuda.l2_persist);
+    EXPECT_TRUE(c.propagator.cuda.dependent_launch);
+    EXPECT_FALSE(o.propagator.cuda.dependent_launch);
     EXPECT_EQ(o.grid.nx, 60);
     EXPECT_EQ(o.propagator.cpml.widths.top, 4);
     EXPECT_EQ(o.propagator.cpml.widths.left, 10);

@@ -952,16 +952,11 @@ __device__ __forceinline__ void allow_next_kernel() {
 }
 
 /// Launches kernel<<<grid, block, shared_bytes, stream>>>(args...), as a
-/// programmatic dependent launch on GPUs that have it.
+/// programmatic dependent launch where `dependent` (CudaTuning::dependent_launch,
+/// which the engine keeps only on GPUs that have it).
 template <typename... Params, typename... Args>
-void launch_dependent_shared(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+void launch_dependent_shared(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
                              cudaStream_t stream, Args&&... args) {
-    static const bool pdl = [] {
-        int device = 0, major = 0;
-        GPRFWI_CUDA_CHECK(cudaGetDevice(&device));
-        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-        return major >= 9;
-    }();
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
@@ -971,12 +966,13 @@ void launch_dependent_shared(void (*kernel)(Params...), dim3 grid, dim3 block, s
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;
-    config.numAttrs = pdl ? 1 : 0;
+    config.numAttrs = dependent ? 1 : 0;
     GPRFWI_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
-    launch_dependent_shared(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
+void launch_dependent(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream,
+                      Args&&... args) {
+    launch_dependent_shared(dependent, kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 /// The launch of a step's H (and the marching warps' E): the z strips'
@@ -2259,14 +2255,14 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (split != (in.ey_hi != nullptr)) throw std::logic_error("step: Ey split in one buffer and not the other");
     auto launch = [&](auto split_tag) {
         constexpr bool SPLIT = decltype(split_tag)::value;
-        launch_dependent(step_kernel<T, ORDER, Stored, false, SPLIT>, grid, dim3(kThreads), stream, g, m, x, z, box, l,
+        launch_dependent(tuning.dependent_launch, step_kernel<T, ORDER, Stored, false, SPLIT>, grid, dim3(kThreads), stream, g, m, x, z, box, l,
                          in, out, keep, samples ? *samples : StepSamples{});
         // the frame's E, and the source term when its points lie in the interior (whose E is done)
         const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
         const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
         if (l.frame_blocks + inject_blocks > 0) {
             const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
-            launch_dependent(frame_e_kernel<T, ORDER, Stored, SPLIT>, e_grid, dim3(kThreads), stream, g, m, x, z, in,
+            launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, Stored, SPLIT>, e_grid, dim3(kThreads), stream, g, m, x, z, in,
                              out, keep, l.frame, l.frame_blocks, merged ? *sources : StepSources{},
                              Interior{0, 0, 0, 0});
         }
@@ -2317,15 +2313,15 @@ void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
     const int inject_blocks = blocks_for(first.op.n_source_points, kThreads);
     const int step_blocks = l.strip_blocks + l.interior_blocks + l.frame_blocks;
     // the first step (and the second in the pair box)
-    launch_dependent(pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_blocks(samples_in), g.n_shots),
+    launch_dependent(tuning.dependent_launch, pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_blocks(samples_in), g.n_shots),
                      dim3(kThreads), stream, g, m, x, z, box, l, p, in, mid, out, first,
                      samples_in ? *samples_in : StepSamples{});
-    launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+    launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
                      stream, g, m, x, z, in, mid, static_cast<T*>(nullptr), l.frame, l.frame_blocks, first, p.box);
     // the second step outside the pair box
-    launch_dependent(step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_blocks(&samples_mid), g.n_shots),
+    launch_dependent(tuning.dependent_launch, step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_blocks(&samples_mid), g.n_shots),
                      dim3(kThreads), stream, g, m, x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
-    launch_dependent(frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+    launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
                      stream, g, m, x, z, mid, out, static_cast<T*>(nullptr), l.frame, l.frame_blocks, second,
                      Interior{0, 0, 0, 0});
 }
@@ -2355,9 +2351,9 @@ void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T
 
 template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source, int nt,
-                            int m, T* lam, Stream stream) {
+                            int m, T* lam, const CudaTuning& tuning, Stream stream) {
     if (op.n_nodes == 0) return;
-    launch_dependent(inject_adjoint_kernel<T>, blocks_for(op.n_nodes, 128), 128, stream, g, op, adjoint_source, nt, m,
+    launch_dependent(tuning.dependent_launch, inject_adjoint_kernel<T>, blocks_for(op.n_nodes, 128), 128, stream, g, op, adjoint_source, nt, m,
                      lam);
 }
 
@@ -2391,20 +2387,20 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
     l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
     l.inject_blocks = sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
-    launch_dependent_shared(adjoint_step_kernel<T, ORDER, Stored>,
+    launch_dependent_shared(tuning.dependent_launch, adjoint_step_kernel<T, ORDER, Stored>,
                             dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads),
                             l.tiles.shared_bytes, stream, g, m, x, z, l, in, out, s,
                             imaging ? *img : ImagingView<T, Stored>{}, rows, sparse);
     if (l.tiles.own) {  // all done but the next step's adjoint source
         if (sparse.m > 0)
-            inject_adjoint_sources<T>(g, sparse.op, sparse.adjoint_source, sparse.nt, sparse.m - 1, out.ey, stream);
+            inject_adjoint_sources<T>(g, sparse.op, sparse.adjoint_source, sparse.nt, sparse.m - 1, out.ey, tuning, stream);
         return;
     }
     if (l.packs2)
-        launch_dependent(adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
+        launch_dependent(tuning.dependent_launch, adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
                          dim3(kThreads), stream, g, m, x, z, l, in, out, s);
     if (l.packs3 || l.inject_blocks)
-        launch_dependent(adjoint_frame_e_kernel<T, ORDER>,
+        launch_dependent(tuning.dependent_launch, adjoint_frame_e_kernel<T, ORDER>,
                          dim3(blocks_for(l.packs3, kThreads) + l.inject_blocks, g.n_shots), dim3(kThreads), stream, g,
                          l, out, s, sparse);
 }
@@ -2480,11 +2476,12 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 }
 
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, Stream stream) {
+void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, const CudaTuning& tuning,
+                     Stream stream) {
     constexpr int N = kLanes<T>;
     if (g.shot_stride % N != 0) throw std::logic_error("flag_non_finite: a shot's fields are not whole packs");
     const std::size_t shot_packs = g.shot_stride / N, packs = shot_packs * g.n_shots;
-    launch_dependent(flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
+    launch_dependent(tuning.dependent_launch, flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
                      packs, shot_packs, static_cast<const T*>(f.ey), static_cast<const std::uint16_t*>(f.ey_hi),
                      flags, stamp);
 }
@@ -2527,12 +2524,12 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void sample_receivers<T>(const GridParams<T>&, const SparseOperators&, const TmFields<T>&, double*,    \
                                       int, int, Stream);                                                            \
     template void inject_adjoint_sources<T>(const GridParams<T>&, const SparseOperators&, const double*, int, int,  \
-                                            T*, Stream);                                                            \
+                                            T*, const CudaTuning&, Stream);                                         \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, Stream);                 \
+    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, const CudaTuning&, Stream);                 \
     template void born_scatter<T>(const GridParams<T>&, const BornScatter<T>&, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)

@@ -19,6 +19,11 @@ struct CudaTuning {
     int pair_rows = kPairsWherePay;
     /// Keep the model's coefficients in an L2 persisting window where they fit.
     bool l2_persist = true;
+    /// Launch the time steps' kernels as programmatic dependent launches, so
+    /// that each may start while the one before it finishes, where the GPU
+    /// has them (compute capability 9.0 and later; an engine on an older GPU
+    /// turns it off).
+    bool dependent_launch = true;
     /// Fill every device array with bytes 0xFF (NaN in every floating-point
     /// type) when it is allocated and at each call's start, so that anything
     /// read before the call wrote it shows in the results (the GPU tests).

@@ -299,7 +299,7 @@ void sample_receivers(const GridParams<T>& g, const SparseOperators& op, const T
 /// lambda_ey += receiver weights * adjoint_source[row][m], per node in CPU order.
 template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source,
-                            int nt_internal, int m, T* lambda_ey, Stream stream);
+                            int nt_internal, int m, T* lambda_ey, const CudaTuning& tuning, Stream stream);
 
 /// The sparse work of adjoint step m beside its own: grad_wavelet[shot][m] =
 /// source weights . the lambda_ey it reads (with step m's adjoint source
@@ -390,7 +390,8 @@ void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* sca
 /// NaN or Inf (flags may be mapped host memory; the others are left as they
 /// are); with f.ey_hi, Ey is two planes and only the upper one is read.
 template <typename T>
-void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, Stream stream);
+void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, int stamp, const CudaTuning& tuning,
+                     Stream stream);
 
 }  // namespace cuda
 }  // namespace gprfwi::kernels

@@ -377,7 +377,7 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
         o.shot_groups = static_cast<int>(r.integer(prop["shot_groups"], "propagator.shot_groups", 0, kMaxShotGroups));
     if (const YAML::Node cuda = prop["cuda"]) {  // the CUDA backend's knobs, for measurements and tests (docs/gpu.md)
         const std::string p = "propagator.cuda";
-        r.map(cuda, p, {"step_rows", "adjoint_rows", "pair_rows", "l2_persist", "poison_device_memory"});
+        r.map(cuda, p, {"step_rows", "adjoint_rows", "pair_rows", "l2_persist", "dependent_launch", "poison_device_memory"});
         CudaTuning& t = o.cuda;
         if (cuda["step_rows"]) t.step_rows = static_cast<int>(r.integer(cuda["step_rows"], p + ".step_rows", 0, 100000));
         if (cuda["adjoint_rows"])
@@ -385,6 +385,7 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
         if (cuda["pair_rows"])
             t.pair_rows = static_cast<int>(r.integer(cuda["pair_rows"], p + ".pair_rows", CudaTuning::kPairsWherePay, 100000));
         if (cuda["l2_persist"]) t.l2_persist = r.boolean(cuda["l2_persist"], p + ".l2_persist");
+        if (cuda["dependent_launch"]) t.dependent_launch = r.boolean(cuda["dependent_launch"], p + ".dependent_launch");
         if (cuda["poison_device_memory"]) t.poison_device_memory = r.boolean(cuda["poison_device_memory"], p + ".poison_device_memory");
     }
     if (const YAML::Node pml = prop["pml"]) {
