@@ -57,22 +57,20 @@ TEST(Workspace, CallsThatChangeEverythingMatchNewPropagators) {
 // A workspace made ahead of a call (Propagator::reserve, which the command
 // line runs while it reads the data), for the call's own model and survey
 // or for another call's (another grid, fewer shots, no kept levels), leaves
-// the call's results bitwise those of a new propagator.
+// the call's results bitwise those of a new propagator. The calls take turns
+// between the two (each call runs twice, not three times: the sanitizer
+// build runs this too).
 TEST(Workspace, ReservedAheadMatchesNewPropagators) {
     for (const Variant& v : kVariants) {
         const PropagatorOptions opt = options_of(v);
         const std::vector<test::Call> calls = test::changing_calls(v.order);
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const test::Call& c = calls[i];
-            const test::Call& other = calls[(i + 1) % calls.size()];
-            CpuPropagator fresh(opt), same(opt), different(opt);
-            same.reserve(c.model, c.survey, c.gradient);
-            different.reserve(other.model, other.survey, other.gradient);
-            const test::CallResult expected = test::run_call(fresh, c);
-            test::expect_bitwise_equal(test::run_call(same, c), expected,
-                                       std::string(v.name) + ": reserved for " + c.what);
-            test::expect_bitwise_equal(test::run_call(different, c), expected,
-                                       std::string(v.name) + ": " + c.what + ", reserved for " + other.what);
+            const test::Call& reserved = i % 2 == 0 ? c : calls[(i + 1) % calls.size()];
+            CpuPropagator fresh(opt), ahead(opt);
+            ahead.reserve(reserved.model, reserved.survey, reserved.gradient);
+            test::expect_bitwise_equal(test::run_call(ahead, c), test::run_call(fresh, c),
+                                       std::string(v.name) + ": " + c.what + ", reserved for " + reserved.what);
         }
     }
 }
