@@ -535,9 +535,6 @@ public:
         : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally, o.cuda.poison_device_memory) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        int major = 0;
-        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
-        dependent_launch_possible_ = major >= 9;
     }
     ~CudaEngine() override {
         finish_disk_transfers();
@@ -554,8 +551,6 @@ public:
 
     void prepare(bool keep_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
-        tuning_ = opt_.cuda;
-        tuning_.dependent_launch = tuning_.dependent_launch && dependent_launch_possible_;
         levels_kept_ = false;
         const k::GridParams<T> g = grid_params<T>(s_);
         if (g.nx != g_.nx || g.nz != g_.nz || g.stride != g_.stride) release();  // another grid: nothing to reuse
@@ -705,7 +700,7 @@ public:
             current = 1 - current;
             const k::cuda::StepSamples previous{sparse_.view, born_traces_.get(), nt, m - 1};  // of dEy^m
             k::cuda::step<T, ORDER, T>(g_, materials(), x, z, d_in, d_out, nullptr, nullptr, m > 0 ? &previous : nullptr,
-                                       tuning_, stream_);
+                                       opt_.cuda, stream_);
             k::cuda::born_scatter<T>(g_, {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
                                      stream_);
             if (check_now(m)) {
@@ -779,7 +774,7 @@ public:
             adj.ey = lambda[lam_cur];
             next_adj.ey = lambda[(lam_cur + 1) % n_lambda];
             if (injected != m)
-                k::cuda::inject_adjoint_sources<T>(g_, sparse_.view, traces_.get(), nt, m, adj.ey, tuning_, stream_);
+                k::cuda::inject_adjoint_sources<T>(g_, sparse_.view, traces_.get(), nt, m, adj.ey, opt_.cuda, stream_);
             const k::cuda::AdjointSparse sparse{sparse_.view, grad_wavelet_.get(), traces_.get(), nt, m,
                                                 frame_first_node_.get()};
             const k::ImagingView<T, Stored> img{prev, next, static_cast<double>(s_.snapshot_interval),
@@ -802,7 +797,7 @@ public:
                 left = last ? Levels{} : Levels{j_prev, j_next, prev, next};
             }
             k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, &pair,
-                                                    sparse, tuning_, stream_);
+                                                    sparse, opt_.cuda, stream_);
             injected = m - 1;  // the step added the next one's
             adj_cur = 1 - adj_cur;
             lam_cur = (lam_cur + 1) % n_lambda;
@@ -922,7 +917,7 @@ private:
         int set_aside = 0, max_window = 0;  // (two attributes, not all of cudaGetDeviceProperties: each call)
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&set_aside, cudaDevAttrMaxPersistingL2CacheSize, device_));
         GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device_));
-        const bool wanted = tuning_.l2_persist && g_.n_shots >= 2 && bytes > 0 &&
+        const bool wanted = opt_.cuda.l2_persist && g_.n_shots >= 2 && bytes > 0 &&
                             bytes <= static_cast<std::size_t>(max_window);
         if (l2_window_ && wanted && window_base_ == coefs_.get() && window_bytes_ == bytes) return;  // as it is
         drop_l2_window();
@@ -1011,10 +1006,10 @@ private:
         const k::cuda::StepSamples* samples = sample && m > 0 ? &previous : nullptr;
         if constexpr (kScaledStorage<Stored>) {
             // fp8 levels need the finished Ey^{m+1} for their scale: quantised after the source term
-            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, tuning_, stream_);
+            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, in, out, nullptr, &sources, samples, opt_.cuda, stream_);
             if (keep) keep_level(out.ey, keep, j);
         } else {
-            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, tuning_, stream_);
+            k::cuda::step<T, ORDER, Stored>(g_, materials(), x, z, in, out, keep, &sources, samples, opt_.cuda, stream_);
         }
     }
 
@@ -1043,7 +1038,7 @@ private:
         const k::cuda::StepSamples of_in{sparse_.view, traces_.get(), nt, m - 1};  // Ey^m
         const k::cuda::StepSamples of_mid{sparse_.view, traces_.get(), nt, m};     // Ey^{m+1}
         k::cuda::step_pair<T, ORDER>(g_, materials(), x_.view(), z_.view(), in, mid, out, first, second,
-                                     m > 0 ? &of_in : nullptr, of_mid, tuning_, stream_);
+                                     m > 0 ? &of_in : nullptr, of_mid, opt_.cuda, stream_);
     }
 
     /// What a forward time loop leaves to do once its steps are queued: wait
@@ -1312,7 +1307,7 @@ private:
                 sources_interior_ = sources_interior_ && k::cuda::step_interior_contains<T, ORDER>(g_, x, z, p.index);
         // the forward takes its steps in pairs where it can (without kept levels, or with levels that are its
         // Ey): a middle buffer for the first's fields
-        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z, tuning_);
+        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z, opt_.cuda);
         if (pairs_possible_ && (!gradient || levels_are_ey(!host_levels_)))
             mid_.resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
         std::size_t rows = 0;
@@ -1395,7 +1390,7 @@ private:
     /// CudaTuning::poison_device_memory, everything is poisoned first (but the levels'
     /// halos, which must hold zeros).
     void load() {
-        if (tuning_.poison_device_memory) {
+        if (opt_.cuda.poison_device_memory) {
             bytes_.poison(stream_);
             sparse_.forget();
             zero_level_halos(levels_);
@@ -1481,7 +1476,7 @@ private:
         check_slot_ = 1 - slot;
         settle_check(slot);  // its last use, two checks ago
         const int stamp = ++check_stamp_;  // (flags of earlier checks hold smaller stamps)
-        k::cuda::flag_non_finite<T>(g_, f, flags_device_ + slot * g_.n_shots, stamp, tuning_, stream_);
+        k::cuda::flag_non_finite<T>(g_, f, flags_device_ + slot * g_.n_shots, stamp, opt_.cuda, stream_);
         GPRFWI_CUDA_CHECK(cudaEventRecord(checked_[slot], stream_));
         checks_[slot] = {true, step, stamp, what};
     }
@@ -1526,8 +1521,6 @@ private:
     DeviceSparse sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
     /// The call's options' CUDA knobs, dependent launches off where the GPU lacks them (prepare()).
-    CudaTuning tuning_;
-    bool dependent_launch_possible_ = false;  // compute capability 9.0 or later
     bool pairs_possible_ = false;    // forward steps may go in pairs (k::cuda::step_pair_applies, sources inside)
     DeviceFields<T> mid_;            // the first step's fields of forward step pairs
     bool pairs_ = false;             // the last forward() took its steps in pairs
@@ -1585,6 +1578,10 @@ public:
             throw InvalidArgument("CUDA device " + std::to_string(device_) + " requested, but only " +
                                   std::to_string(count) + " are visible");
         name_ = cuda_messages::device_label(device_, device_name(device_));
+        // dependent launches where the GPU has them (compute capability 9.0 and later); every engine reads them here
+        int major = 0;
+        GPRFWI_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
+        options_.cuda.dependent_launch = options_.cuda.dependent_launch && major >= 9;
         // the device's context made now, as the propagator starts, not in its first call
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaFree(nullptr));

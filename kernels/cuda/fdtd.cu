@@ -952,11 +952,11 @@ __device__ __forceinline__ void allow_next_kernel() {
 }
 
 /// Launches kernel<<<grid, block, shared_bytes, stream>>>(args...), as a
-/// programmatic dependent launch where `dependent` (CudaTuning::dependent_launch,
-/// which the engine keeps only on GPUs that have it).
+/// programmatic dependent launch where tuning.dependent_launch (which the
+/// propagator keeps only on GPUs that have it).
 template <typename... Params, typename... Args>
-void launch_dependent_shared(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
-                             cudaStream_t stream, Args&&... args) {
+void launch_kernel_shared(const CudaTuning& tuning, void (*kernel)(Params...), dim3 grid, dim3 block,
+                          std::size_t shared_bytes, cudaStream_t stream, Args&&... args) {
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
@@ -966,13 +966,13 @@ void launch_dependent_shared(bool dependent, void (*kernel)(Params...), dim3 gri
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;
-    config.numAttrs = dependent ? 1 : 0;
+    config.numAttrs = tuning.dependent_launch ? 1 : 0;
     GPRFWI_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 template <typename... Params, typename... Args>
-void launch_dependent(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream,
-                      Args&&... args) {
-    launch_dependent_shared(dependent, kernel, grid, block, 0, stream, std::forward<Args>(args)...);
+void launch_kernel(const CudaTuning& tuning, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream,
+                   Args&&... args) {
+    launch_kernel_shared(tuning, kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 /// The launch of a step's H (and the marching warps' E): the z strips'
@@ -2255,16 +2255,16 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
     if (split != (in.ey_hi != nullptr)) throw std::logic_error("step: Ey split in one buffer and not the other");
     auto launch = [&](auto split_tag) {
         constexpr bool SPLIT = decltype(split_tag)::value;
-        launch_dependent(tuning.dependent_launch, step_kernel<T, ORDER, Stored, false, SPLIT>, grid, dim3(kThreads), stream, g, m, x, z, box, l,
-                         in, out, keep, samples ? *samples : StepSamples{});
+        launch_kernel(tuning, step_kernel<T, ORDER, Stored, false, SPLIT>, grid, dim3(kThreads), stream, g, m, x, z,
+                      box, l, in, out, keep, samples ? *samples : StepSamples{});
         // the frame's E, and the source term when its points lie in the interior (whose E is done)
         const bool merged = sources && sources->interior && sources->op.n_source_points > 0;
         const int inject_blocks = merged ? blocks_for(sources->op.n_source_points, kThreads) : 0;
         if (l.frame_blocks + inject_blocks > 0) {
             const dim3 e_grid(l.frame_blocks + inject_blocks, g.n_shots);
-            launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, Stored, SPLIT>, e_grid, dim3(kThreads), stream, g, m, x, z, in,
-                             out, keep, l.frame, l.frame_blocks, merged ? *sources : StepSources{},
-                             Interior{0, 0, 0, 0});
+            launch_kernel(tuning, frame_e_kernel<T, ORDER, Stored, SPLIT>, e_grid, dim3(kThreads), stream, g, m, x, z,
+                          in, out, keep, l.frame, l.frame_blocks, merged ? *sources : StepSources{},
+                          Interior{0, 0, 0, 0});
         }
         if (sources && !merged)
             inject_sources<T, Stored>(g, sources->op, sources->wavelets, sources->nt, sources->m, out, keep, stream);
@@ -2313,17 +2313,17 @@ void step_pair(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
     const int inject_blocks = blocks_for(first.op.n_source_points, kThreads);
     const int step_blocks = l.strip_blocks + l.interior_blocks + l.frame_blocks;
     // the first step (and the second in the pair box)
-    launch_dependent(tuning.dependent_launch, pair_first_kernel<T, ORDER>, dim3(p.blocks + step_blocks + sample_blocks(samples_in), g.n_shots),
-                     dim3(kThreads), stream, g, m, x, z, box, l, p, in, mid, out, first,
-                     samples_in ? *samples_in : StepSamples{});
-    launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
-                     stream, g, m, x, z, in, mid, static_cast<T*>(nullptr), l.frame, l.frame_blocks, first, p.box);
+    launch_kernel(tuning, pair_first_kernel<T, ORDER>,
+                  dim3(p.blocks + step_blocks + sample_blocks(samples_in), g.n_shots), dim3(kThreads), stream, g, m, x,
+                  z, box, l, p, in, mid, out, first, samples_in ? *samples_in : StepSamples{});
+    launch_kernel(tuning, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+                  stream, g, m, x, z, in, mid, static_cast<T*>(nullptr), l.frame, l.frame_blocks, first, p.box);
     // the second step outside the pair box
-    launch_dependent(tuning.dependent_launch, step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_blocks(&samples_mid), g.n_shots),
-                     dim3(kThreads), stream, g, m, x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
-    launch_dependent(tuning.dependent_launch, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
-                     stream, g, m, x, z, mid, out, static_cast<T*>(nullptr), l.frame, l.frame_blocks, second,
-                     Interior{0, 0, 0, 0});
+    launch_kernel(tuning, step_kernel<T, ORDER, T, true>, dim3(step_blocks + sample_blocks(&samples_mid), g.n_shots),
+                  dim3(kThreads), stream, g, m, x, z, box, l, mid, out, static_cast<T*>(nullptr), samples_mid);
+    launch_kernel(tuning, frame_e_kernel<T, ORDER, T>, dim3(l.frame_blocks + inject_blocks, g.n_shots), dim3(kThreads),
+                  stream, g, m, x, z, mid, out, static_cast<T*>(nullptr), l.frame, l.frame_blocks, second,
+                  Interior{0, 0, 0, 0});
 }
 
 template <typename T, int ORDER>
@@ -2353,8 +2353,8 @@ template <typename T>
 void inject_adjoint_sources(const GridParams<T>& g, const SparseOperators& op, const double* adjoint_source, int nt,
                             int m, T* lam, const CudaTuning& tuning, Stream stream) {
     if (op.n_nodes == 0) return;
-    launch_dependent(tuning.dependent_launch, inject_adjoint_kernel<T>, blocks_for(op.n_nodes, 128), 128, stream, g, op, adjoint_source, nt, m,
-                     lam);
+    launch_kernel(tuning, inject_adjoint_kernel<T>, blocks_for(op.n_nodes, 128), 128, stream, g, op, adjoint_source, nt,
+                  m, lam);
 }
 
 template <typename T, int ORDER, typename Stored>
@@ -2387,22 +2387,21 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
     l.image_blocks = imaging ? blocks_for(packs, kThreads) : 0;
     l.gradient_blocks = blocks_for(static_cast<std::size_t>(sparse.op.n_shots) * 32, kThreads);
     l.inject_blocks = sparse.m > 0 ? blocks_for(sparse.op.n_nodes, kThreads) : 0;
-    launch_dependent_shared(tuning.dependent_launch, adjoint_step_kernel<T, ORDER, Stored>,
-                            dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads),
-                            l.tiles.shared_bytes, stream, g, m, x, z, l, in, out, s,
-                            imaging ? *img : ImagingView<T, Stored>{}, rows, sparse);
+    launch_kernel_shared(tuning, adjoint_step_kernel<T, ORDER, Stored>,
+                         dim3(l.gradient_blocks + l.step_blocks + l.image_blocks), dim3(kThreads), l.tiles.shared_bytes,
+                         stream, g, m, x, z, l, in, out, s, imaging ? *img : ImagingView<T, Stored>{}, rows, sparse);
     if (l.tiles.own) {  // all done but the next step's adjoint source
         if (sparse.m > 0)
             inject_adjoint_sources<T>(g, sparse.op, sparse.adjoint_source, sparse.nt, sparse.m - 1, out.ey, tuning, stream);
         return;
     }
     if (l.packs2)
-        launch_dependent(tuning.dependent_launch, adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
-                         dim3(kThreads), stream, g, m, x, z, l, in, out, s);
+        launch_kernel(tuning, adjoint_frame_h_kernel<T, ORDER>, dim3(blocks_for(l.packs2, kThreads), g.n_shots),
+                      dim3(kThreads), stream, g, m, x, z, l, in, out, s);
     if (l.packs3 || l.inject_blocks)
-        launch_dependent(tuning.dependent_launch, adjoint_frame_e_kernel<T, ORDER>,
-                         dim3(blocks_for(l.packs3, kThreads) + l.inject_blocks, g.n_shots), dim3(kThreads), stream, g,
-                         l, out, s, sparse);
+        launch_kernel(tuning, adjoint_frame_e_kernel<T, ORDER>,
+                      dim3(blocks_for(l.packs3, kThreads) + l.inject_blocks, g.n_shots), dim3(kThreads), stream, g, l,
+                      out, s, sparse);
 }
 
 template <typename T, int ORDER>
@@ -2481,9 +2480,9 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     constexpr int N = kLanes<T>;
     if (g.shot_stride % N != 0) throw std::logic_error("flag_non_finite: a shot's fields are not whole packs");
     const std::size_t shot_packs = g.shot_stride / N, packs = shot_packs * g.n_shots;
-    launch_dependent(tuning.dependent_launch, flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
-                     packs, shot_packs, static_cast<const T*>(f.ey), static_cast<const std::uint16_t*>(f.ey_hi),
-                     flags, stamp);
+    launch_kernel(tuning, flag_non_finite_kernel<T>, dim3(std::min(blocks_for(packs, 256), 4096)), dim3(256), stream,
+                  packs, shot_packs, static_cast<const T*>(f.ey), static_cast<const std::uint16_t*>(f.ey_hi), flags,
+                  stamp);
 }
 
 #define GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Stored)                                                            \
