@@ -111,4 +111,21 @@ std::string format_seconds(double s) {
     return fmt::format("{} h {:02} min", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
 }
 
+WorkspaceAhead::WorkspaceAhead(DistributedRunner& runner, const Model& model, bool gradient)
+    : start_(std::chrono::steady_clock::now()) {
+    made_ = std::async(std::launch::async, [this, &runner, &model, gradient] {
+        runner.reserve(model, gradient);  // (noexcept: an error is left to the call, which meets it again)
+        seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    });
+}
+
+WorkspaceAhead::~WorkspaceAhead() {
+    if (made_.valid()) made_.wait();
+}
+
+double WorkspaceAhead::wait() {
+    if (made_.valid()) made_.get();
+    return seconds_;
+}
+
 }  // namespace gprfwi::app

@@ -2,14 +2,17 @@
 // What the run-file commands share: their common options, loading the run
 // file on every rank, logging, and the output folder.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "gprfwi/config.hpp"
+#include "gprfwi/distributed.hpp"
 
 namespace gprfwi::app {
 
@@ -50,6 +53,25 @@ void warn_if_threads_exceed_cores();
 /// rank 0 only (empty elsewhere): a bar redrawn in place on an interactive
 /// terminal, plain lines at every 25% in a batch log.
 std::function<void(const char*, int, int)> make_progress_display();
+
+/// Makes the runner's workspace for `model` (DistributedRunner::reserve) on
+/// a thread of its own from construction on, so that the command's first
+/// call finds it made: the command reads its data (and starts PETSc)
+/// meanwhile. Destruction waits for it, also where that reading throws.
+class WorkspaceAhead {
+public:
+    WorkspaceAhead(DistributedRunner& runner, const Model& model, bool gradient);
+    ~WorkspaceAhead();
+    WorkspaceAhead(const WorkspaceAhead&) = delete;
+    WorkspaceAhead& operator=(const WorkspaceAhead&) = delete;
+    /// Waits for the workspace; the seconds from construction to its end.
+    double wait();
+
+private:
+    std::chrono::steady_clock::time_point start_;
+    double seconds_ = 0;
+    std::future<void> made_;
+};
 
 /// "12.3 s", "4 min 05 s".
 std::string format_seconds(double s);

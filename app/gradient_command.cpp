@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,17 +40,14 @@ void run_gradient(const RunArgs& a) {
     const auto read0 = std::chrono::steady_clock::now();
     double io_s = 0, reserve_s = 0;
     {
-        // the propagator's workspace is made while the observed data are read
-        const auto reserved = std::async(std::launch::async, [&] {
-            runner.reserve(c.model, true);
-            reserve_s = since(read0);
-        });
+        WorkspaceAhead workspace(runner, c.model, true);  // made while the observed data are read
         parallel::collectively([&] {
             misfit = std::make_unique<BandLimitedMisfit>(MisfitKind::l2, runner.shots(),
                                                          read_observed(c.observed, survey, runner.shots()), 0.0, survey.dt);
         });
         io_s = since(read0);
-    }  // (waits for the workspace, also where the reading threw)
+        reserve_s = workspace.wait();
+    }
     spdlog::info("{}: {} x {} nodes ({}), {} shots over {} rank(s), {} samples; observed data {}; backend {}", c.file,
                  c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt, c.observed.describe(),
                  runner.propagator().name());

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,8 +72,7 @@ void run_invert(const InvertArgs& a) {
     }
     for (const std::string& d : spec.defaults) spdlog::info("{}: inversion.{}", run.file, d);
     DistributedRunner runner(survey, opt, run.shots_per_batch);
-    // the propagator's workspace is made while the observed data are read and PETSc starts
-    const auto reserved = std::async(std::launch::async, [&] { runner.reserve(run.model, true); });
+    WorkspaceAhead workspace(runner, run.model, true);  // made while the observed data are read and PETSc starts
     Traces observed;
     parallel::collectively([&] { observed = read_observed(run.observed, survey, runner.shots()); });
     FwiObjective objective(runner, std::move(observed), spec.misfit);
@@ -97,7 +95,7 @@ void run_invert(const InvertArgs& a) {
     spdlog::info("{}: {} x {} nodes, {} shots over {} rank(s), backend {}, misfit {}, {} stage(s); output {}", run.file,
                  run.grid.nx, run.grid.nz, survey.shots.size(), parallel::place().size, runner.propagator().name(),
                  to_string(spec.misfit), spec.stages.size(), dir);
-    reserved.wait();
+    spdlog::debug("the propagator's workspace made in {:.3f} s beside the reading of the data", workspace.wait());
     const auto t0 = std::chrono::steady_clock::now();
     const InversionResult r = invert(run.model, spec, objective, dir, config_text, a.resume);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
