@@ -207,6 +207,83 @@ TEST(Regularization, TikhonovAndTotalVariationPassTaylorTests) {
     EXPECT_EQ(tikhonov(flat, 0.02, 0.03, grad), 0.0);
 }
 
+/// The regularisers' Hessian-vector products are analytic: against central
+/// differences of their gradients (the error falls as h^2), symmetric, and
+/// positive semi-definite (both terms are convex).
+TEST(Regularization, HessianVectorProductsAreExact) {
+    const int nz = 12, nx = 15;
+    const double dx = 0.02, dz = 0.03;
+    const auto q0 = random_vector(static_cast<std::size_t>(nz * nx), 7);
+    auto as_array = [&](const std::vector<double>& v) {
+        Array2D a(nz, nx);
+        std::copy(v.begin(), v.end(), a.data());
+        return a;
+    };
+    auto dot = [](const Array2D& a, const Array2D& b) {
+        double s = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) s += a.data()[i] * b.data()[i];
+        return s;
+    };
+    const Array2D q = as_array(q0);
+    for (const double beta : {5.0, 0.5}) {
+        SCOPED_TRACE(::testing::Message() << "beta " << beta);
+        auto gradient = [&](const Array2D& at) {
+            Array2D g(nz, nx);
+            total_variation(at, dx, dz, beta, g);
+            return g;
+        };
+        auto product = [&](const Array2D& d) {
+            Array2D hv(nz, nx);
+            total_variation_hessian(q, d, dx, dz, beta, hv);
+            return hv;
+        };
+        const Array2D v = as_array(random_vector(q0.size(), 8)), u = as_array(random_vector(q0.size(), 9));
+        const Array2D hv = product(v), hu = product(u);
+        const double norm = std::sqrt(dot(hv, hv));
+        auto difference_error = [&](double h) {
+            Array2D plus = q, minus = q;
+            for (std::size_t i = 0; i < q.size(); ++i) {
+                plus.data()[i] += h * v.data()[i];
+                minus.data()[i] -= h * v.data()[i];
+            }
+            const Array2D gp = gradient(plus), gm = gradient(minus);
+            double e = 0;
+            for (std::size_t i = 0; i < q.size(); ++i) {
+                const double d = (gp.data()[i] - gm.data()[i]) / (2 * h) - hv.data()[i];
+                e += d * d;
+            }
+            return std::sqrt(e) / norm;
+        };
+        const double coarse = difference_error(1e-4), fine = difference_error(1e-5);
+        EXPECT_LT(fine, 1e-8);
+        EXPECT_GT(coarse / fine, 50.0) << "the difference's error falls as h^2: " << coarse << " -> " << fine;
+        const double scale = std::sqrt(dot(u, u) * dot(hv, hv));
+        EXPECT_LT(std::abs(dot(u, hv) - dot(hu, v)) / scale, 1e-13) << "symmetric";
+        for (int seed = 10; seed < 15; ++seed) {
+            const Array2D w = as_array(random_vector(q0.size(), seed));
+            EXPECT_GE(dot(w, product(w)), 0.0) << "positive semi-definite, seed " << seed;
+        }
+        // a constant shift changes no difference: no curvature along it
+        const Array2D shifted = product(as_array(std::vector<double>(q0.size(), 2.0)));
+        EXPECT_EQ(dot(shifted, shifted), 0.0);
+    }
+    // Tikhonov's: its gradient at the direction, whatever the model
+    const Array2D v = as_array(random_vector(q0.size(), 8));
+    Array2D hv(nz, nx), g(nz, nx);
+    tikhonov_hessian(v, dx, dz, hv);
+    tikhonov(v, dx, dz, g);
+    EXPECT_EQ(hv.values(), g.values());
+    Array2D plus = q, minus = q, gp(nz, nx), gm(nz, nx);
+    for (std::size_t i = 0; i < q.size(); ++i) {
+        plus.data()[i] += 1e-3 * v.data()[i];
+        minus.data()[i] -= 1e-3 * v.data()[i];
+    }
+    tikhonov(plus, dx, dz, gp);
+    tikhonov(minus, dx, dz, gm);
+    for (std::size_t i = 0; i < q.size(); ++i)
+        EXPECT_NEAR((gp.data()[i] - gm.data()[i]) / 2e-3, hv.data()[i], 1e-8 * std::abs(hv.data()[i]) + 1e-6) << i;
+}
+
 /// The regularisers and the updates' smoothing run on all threads; what they
 /// return must not depend on how many (the suite runs its tests on one).
 TEST(Regularization, ResultsDoNotDependOnTheThreadCount) {
@@ -485,8 +562,8 @@ TEST(Tao, NewtonMethodsReachTheBoundedMinimumInFewerIterations) {
     EXPECT_LT(iterations[InversionMethod::newton], iterations[InversionMethod::lbfgs]);
 }
 
-// A Newton stage with the regularisers on (their Hessian from differences
-// of their gradients) reaches L-BFGS's minimum, the bounds active and the
+// A Newton stage with the regularisers on (their analytic Hessian-vector
+// products) reaches L-BFGS's minimum, the bounds active and the
 // smoothing asked for; and an objective without
 // Hessian-vector products is refused with a message.
 TEST(Tao, NewtonWithRegularizationAndObjectivesWithoutHessians) {

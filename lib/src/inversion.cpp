@@ -491,35 +491,30 @@ private:
 
     /// out += d2R/dx2 v: the regularisation's Hessian along v. Each term is a
     /// function of q (eps_r / eps_ref, or ln(sigma / sigma_ref)), which is
-    /// linear in x; its Hessian along dq is the central difference of its
-    /// analytic gradient (exact for Tikhonov, whose gradient is linear; to
-    /// about 1e-8 for total variation).
+    /// linear in x (dq = dq_dx w v), so its Hessian along v is its analytic
+    /// Hessian in q along dq, mapped back the same way.
     void regularization_hessian(const Model& m, const double* v, double* out) const {
         const Grid& g = m.grid;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
             const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-            Array2D q, dq(g.nz, g.nx);
+            Array2D q, dq(g.nz, g.nx), part(g.nz, g.nx), hq(g.nz, g.nx);
             regularized_quantity(m, k, q);
-            double q_max = 0, dq_max = 0;
-            for (std::size_t i = 0; i < n_; ++i) {
-                dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
-                q_max = std::max(q_max, std::abs(q.data()[i]));
-                dq_max = std::max(dq_max, std::abs(dq.data()[i]));
-            }
-            if (dq_max == 0) continue;
-            const double h = 1e-5 * std::max(q_max, 1.0) / dq_max;
-            auto gradient_at = [&](double t) {
-                Array2D qt(g.nz, g.nx), gq, part;
 #pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < n_; ++i) qt.data()[i] = q.data()[i] + t * dq.data()[i];
-                regularizer(qt, w, g, gq, part);
-                return gq;
-            };
-            const Array2D plus = gradient_at(h), minus = gradient_at(-h);
+            for (std::size_t i = 0; i < n_; ++i) dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
+            for (int term = 0; term < 2; ++term) {
+                const double weight = term == 0 ? w.tikhonov : w.tv;
+                if (weight == 0) continue;
+                fill_parallel(part, 0.0);
+                if (term == 0) tikhonov_hessian(dq, g.dx, g.dz, part);
+                else total_variation_hessian(q, dq, g.dx, g.dz, w.tv_beta, part);
+#pragma omp parallel for schedule(static)
+                for (std::size_t i = 0; i < n_; ++i) hq.data()[i] += weight * part.data()[i];
+            }
+#pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i)
-                if (!masked_[i]) out[k * n_ + i] += (plus.data()[i] - minus.data()[i]) / (2 * h) * dq_dx * weight_[i];
+                if (!masked_[i]) out[k * n_ + i] += hq.data()[i] * dq_dx * weight_[i];
         }
     }
 

@@ -84,4 +84,25 @@ double total_variation(const Array2D& q, double dx, double dz, double beta, Arra
     });
 }
 
+void tikhonov_hessian(const Array2D& dq, double dx, double dz, Array2D& hv) {
+    tikhonov(dq, dx, dz, hv);
+}
+
+void total_variation_hessian(const Array2D& q, const Array2D& dq, double dx, double dz, double beta, Array2D& hv) {
+    const double area = dx * dz;
+    edge_sum(q, hv, [&](int iz, int ix, double& fx, double& fz) {
+        const bool right = ix + 1 < q.nx(), below = iz + 1 < q.nz();
+        const double ax = right ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0;
+        const double az = below ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0;
+        const double bx = right ? (dq(iz, ix + 1) - dq(iz, ix)) / dx : 0.0;
+        const double bz = below ? (dq(iz + 1, ix) - dq(iz, ix)) / dz : 0.0;
+        const double n = std::sqrt(ax * ax + az * az + beta * beta);
+        const double c = (ax * bx + az * bz) / (n * n * n);
+        // the change of the gradient's fluxes a / n along dq
+        fx = right ? (bx / n - ax * c) / dx * area : 0.0;
+        fz = below ? (bz / n - az * c) / dz * area : 0.0;
+        return 0.0;
+    });
+}
+
 }  // namespace gprfwi
