@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -570,6 +571,10 @@ inversion:
     EXPECT_NEAR(s.regularize_eps_r.tv, kAutoTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_eps_r.tikhonov, 0.0);
     EXPECT_FALSE(s.scan.eps_r || s.scan.sigma) << "no background scan unless asked for";
+    EXPECT_NEAR(s.taper_radius_m, std::max(kAutoTaperWavelengths * wavelength, std::max(g.dx, g.dz)), 1e-12);
+    // the taper reaches at least the antennas' nearest nodes: a cell where a wavelength spans few
+    EXPECT_EQ(automatic_settings(10 * g.dx, g).taper_radius_m, std::max(g.dx, g.dz));
+    EXPECT_NEAR(automatic_settings(100 * g.dx, g).taper_radius_m, kAutoTaperWavelengths * 100 * g.dx, 1e-12);
 
     const Campaign given = load_campaign(write_run_file("campaign_given", base),
                                          {"inversion.regularization={sigma: {tikhonov: 0.01}}", "inversion.smoothing={sigma: 0.3}",

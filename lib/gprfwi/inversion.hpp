@@ -153,11 +153,13 @@ inline constexpr double kAutoSigmaSmoothingWavelengths = 0.5;
 /// the noisy one's eps_r: docs/inversion.md, "Defaults").
 inline constexpr double kAutoFullBandSmoothingShare = 0.5;
 /// The taper around each antenna: a sixteenth of the dominant wavelength,
-/// about the antenna's own node and its neighbours, where the gradient is
-/// singular. A wider one blanks the ground along a line of dense antennas
-/// (a borehole's), which the data do see: on the suite a quarter of the
-/// wavelength left every crosshole case further from the truth, sigma most
-/// (docs/inversion.md, "Defaults").
+/// and at least a cell, so that it reaches the antenna's nearest nodes,
+/// where the gradient is singular. A wider one blanks the ground along a
+/// line of dense antennas (a borehole's), which the data do see: on the
+/// suite a quarter of the wavelength left every crosshole case further from
+/// the truth, sigma most; under a cell, a campaign of few cells a
+/// wavelength stalled in its first line search (docs/inversion.md,
+/// "Defaults").
 inline constexpr double kAutoTaperWavelengths = 1.0 / 16.0;
 /// Total variation of eps_r / eps_ref and of ln sigma when a campaign names
 /// no regularisation of them: weight = this x lambda / (the model's area), so

@@ -719,7 +719,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (!is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
     }
     if (!inv["taper"] || is_auto(inv["taper"]["radius"]))
-        s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength)",
+        s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
+                                         "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
     if (s.taper_radius_m > 0)
         for (const ShotSpec& shot : c.shots) {

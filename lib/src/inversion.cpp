@@ -1295,7 +1295,7 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid) {
     AutomaticSettings a;
     a.smoothing_eps_r_m = kAutoSmoothingWavelengths * wavelength_m;
     a.smoothing_sigma_m = kAutoSigmaSmoothingWavelengths * wavelength_m;
-    a.taper_radius_m = kAutoTaperWavelengths * wavelength_m;
+    a.taper_radius_m = std::max(kAutoTaperWavelengths * wavelength_m, std::max(grid.dx, grid.dz));
     a.area_m2 = std::max(grid.nx - 1, 1) * grid.dx * std::max(grid.nz - 1, 1) * grid.dz;
     a.total_variation = kAutoTotalVariation * wavelength_m / a.area_m2;
     return a;
