@@ -446,26 +446,30 @@ private:
                                           : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
     }
 
-    /// Arrays of the model's shape that the regularisation reuses from one
-    /// evaluation to the next (fresh ones would be zeroed on one thread).
+    /// Arrays of the model's shape that the regularisation and its Hessian
+    /// products reuse from one call to the next (fresh ones would be zeroed
+    /// on one thread).
     struct RegularizationScratch {
-        Array2D q, gq, part;
+        Array2D q, dq, sum, part;
     };
 
-    /// One parameter's regulariser w at q: its value, and its gradient in gq
-    /// (reshaped to q's; `part` is scratch).
-    static double regularizer(const Array2D& q, const RegularizationSpec& w, const Grid& g, Array2D& gq, Array2D& part) {
+    /// The weighted sum of regulariser w's terms: term(t, part) fills the
+    /// zeroed `part` with term t's contribution (t 0: Tikhonov, 1: total
+    /// variation) and returns its value; `sum` (reshaped to nz x nx) gets the
+    /// weighted sum of the parts, the result that of the values.
+    template <class Term>
+    static double weighted_terms(const RegularizationSpec& w, int nz, int nx, Array2D& sum, Array2D& part, Term term) {
         double r = 0;
-        reshape(gq, q.nz(), q.nx());
-        reshape(part, q.nz(), q.nx());
-        fill_parallel(gq, 0.0);
-        for (int term = 0; term < 2; ++term) {
-            const double weight = term == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
+        reshape(sum, nz, nx);
+        reshape(part, nz, nx);
+        fill_parallel(sum, 0.0);
+        for (int t = 0; t < 2; ++t) {
+            const double weight = t == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
             if (weight == 0) continue;
             fill_parallel(part, 0.0);
-            r += weight * (term == 0 ? tikhonov(q, g.dx, g.dz, part) : total_variation(q, g.dx, g.dz, w.tv_beta, part));
+            r += weight * term(t, part);
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < q.size(); ++i) gq.data()[i] += weight * part.data()[i];
+            for (std::size_t i = 0; i < sum.size(); ++i) sum.data()[i] += weight * part.data()[i];
         }
         return r;
     }
@@ -478,10 +482,13 @@ private:
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
             regularized_quantity(m, k, s.q);
-            r += regularizer(s.q, w, m.grid, s.gq, s.part);
+            const Grid& g = m.grid;
+            r += weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
+                return t == 0 ? tikhonov(s.q, g.dx, g.dz, part) : total_variation(s.q, g.dx, g.dz, w.tv_beta, part);
+            });
             if (gx) {
                 const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-                const double* gq = s.gq.data();
+                const double* gq = s.sum.data();
 #pragma omp parallel for schedule(static)
                 for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq[i] * dq_dx * weight_[i];
             }
@@ -495,26 +502,25 @@ private:
     /// Hessian in q along dq, mapped back the same way.
     void regularization_hessian(const Model& m, const double* v, double* out) const {
         const Grid& g = m.grid;
+        RegularizationScratch& s = regularization_scratch_;
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
             if (w.tikhonov == 0 && w.tv == 0) continue;
             const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-            Array2D q, dq(g.nz, g.nx), part(g.nz, g.nx), hq(g.nz, g.nx);
-            regularized_quantity(m, k, q);
+            regularized_quantity(m, k, s.q);
+            reshape(s.dq, g.nz, g.nx);
+            double* dq = s.dq.data();
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) dq.data()[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
-            for (int term = 0; term < 2; ++term) {
-                const double weight = term == 0 ? w.tikhonov : w.tv;
-                if (weight == 0) continue;
-                fill_parallel(part, 0.0);
-                if (term == 0) tikhonov_hessian(dq, g.dx, g.dz, part);
-                else total_variation_hessian(q, dq, g.dx, g.dz, w.tv_beta, part);
-#pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < n_; ++i) hq.data()[i] += weight * part.data()[i];
-            }
+            for (std::size_t i = 0; i < n_; ++i) dq[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
+            weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
+                if (t == 0) tikhonov_hessian(s.dq, g.dx, g.dz, part);
+                else total_variation_hessian(s.q, s.dq, g.dx, g.dz, w.tv_beta, part);
+                return 0.0;
+            });
+            const double* hq = s.sum.data();
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i)
-                if (!masked_[i]) out[k * n_ + i] += hq.data()[i] * dq_dx * weight_[i];
+                if (!masked_[i]) out[k * n_ + i] += hq[i] * dq_dx * weight_[i];
         }
     }
 

@@ -51,22 +51,32 @@ double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
     return r;
 }
 
+/// A node's two forward differences, per metre; 0 where it has no right or
+/// lower neighbour (the model's last column or row).
+struct ForwardDifferences {
+    bool right, below;
+    double x, z;
+};
+ForwardDifferences forward_differences(const Array2D& q, int iz, int ix, double dx, double dz) {
+    const bool right = ix + 1 < q.nx(), below = iz + 1 < q.nz();
+    return {right, below, right ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0, below ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0};
+}
+
 }  // namespace
 
 double tikhonov(const Array2D& q, double dx, double dz, Array2D& g) {
     const double area = dx * dz;
     return edge_sum(q, g, [&](int iz, int ix, double& fx, double& fz) {
+        const ForwardDifferences a = forward_differences(q, iz, ix, dx, dz);
         double r = 0;
         fx = fz = 0;
-        if (ix + 1 < q.nx()) {
-            const double d = (q(iz, ix + 1) - q(iz, ix)) / dx;
-            r += 0.5 * d * d * area;
-            fx = d / dx * area;
+        if (a.right) {
+            r += 0.5 * a.x * a.x * area;
+            fx = a.x / dx * area;
         }
-        if (iz + 1 < q.nz()) {
-            const double d = (q(iz + 1, ix) - q(iz, ix)) / dz;
-            r += 0.5 * d * d * area;
-            fz = d / dz * area;
+        if (a.below) {
+            r += 0.5 * a.z * a.z * area;
+            fz = a.z / dz * area;
         }
         return r;
     });
@@ -75,11 +85,10 @@ double tikhonov(const Array2D& q, double dx, double dz, Array2D& g) {
 double total_variation(const Array2D& q, double dx, double dz, double beta, Array2D& g) {
     const double area = dx * dz;
     return edge_sum(q, g, [&](int iz, int ix, double& fx, double& fz) {
-        const double ddx = ix + 1 < q.nx() ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0;
-        const double ddz = iz + 1 < q.nz() ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0;
-        const double n = std::sqrt(ddx * ddx + ddz * ddz + beta * beta);
-        fx = ix + 1 < q.nx() ? ddx / n / dx * area : 0.0;
-        fz = iz + 1 < q.nz() ? ddz / n / dz * area : 0.0;
+        const ForwardDifferences a = forward_differences(q, iz, ix, dx, dz);
+        const double n = std::sqrt(a.x * a.x + a.z * a.z + beta * beta);
+        fx = a.right ? a.x / n / dx * area : 0.0;
+        fz = a.below ? a.z / n / dz * area : 0.0;
         return n * area;
     });
 }
@@ -91,16 +100,12 @@ void tikhonov_hessian(const Array2D& dq, double dx, double dz, Array2D& hv) {
 void total_variation_hessian(const Array2D& q, const Array2D& dq, double dx, double dz, double beta, Array2D& hv) {
     const double area = dx * dz;
     edge_sum(q, hv, [&](int iz, int ix, double& fx, double& fz) {
-        const bool right = ix + 1 < q.nx(), below = iz + 1 < q.nz();
-        const double ax = right ? (q(iz, ix + 1) - q(iz, ix)) / dx : 0.0;
-        const double az = below ? (q(iz + 1, ix) - q(iz, ix)) / dz : 0.0;
-        const double bx = right ? (dq(iz, ix + 1) - dq(iz, ix)) / dx : 0.0;
-        const double bz = below ? (dq(iz + 1, ix) - dq(iz, ix)) / dz : 0.0;
-        const double n = std::sqrt(ax * ax + az * az + beta * beta);
-        const double c = (ax * bx + az * bz) / (n * n * n);
+        const ForwardDifferences a = forward_differences(q, iz, ix, dx, dz), b = forward_differences(dq, iz, ix, dx, dz);
+        const double n = std::sqrt(a.x * a.x + a.z * a.z + beta * beta);
+        const double c = (a.x * b.x + a.z * b.z) / (n * n * n);
         // the change of the gradient's fluxes a / n along dq
-        fx = right ? (bx / n - ax * c) / dx * area : 0.0;
-        fz = below ? (bz / n - az * c) / dz * area : 0.0;
+        fx = a.right ? (b.x / n - a.x * c) / dx * area : 0.0;
+        fz = a.below ? (b.z / n - a.z * c) / dz * area : 0.0;
         return 0.0;
     });
 }
