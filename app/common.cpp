@@ -13,6 +13,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "gprfwi/distributed.hpp"
 #include "gprfwi/files.hpp"
 #include "gprfwi/parallel.hpp"
 

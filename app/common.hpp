@@ -12,7 +12,6 @@
 #include <CLI/CLI.hpp>
 
 #include "gprfwi/config.hpp"
-#include "gprfwi/distributed.hpp"
 
 namespace gprfwi::app {
 

@@ -1520,7 +1520,6 @@ private:
     std::array<DeviceFields<T>, 2> adjoint_;  // the adjoint fields, double-buffered like fields_
     DeviceSparse sparse_;
     bool sources_interior_ = false;  // every source point in the step's interior (k::cuda::StepSources)
-    /// The call's options' CUDA knobs, dependent launches off where the GPU lacks them (prepare()).
     bool pairs_possible_ = false;    // forward steps may go in pairs (k::cuda::step_pair_applies, sources inside)
     DeviceFields<T> mid_;            // the first step's fields of forward step pairs
     bool pairs_ = false;             // the last forward() took its steps in pairs
