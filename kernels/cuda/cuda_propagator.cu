@@ -637,10 +637,10 @@ public:
     }
 
     /// The Born run: the perturbation's fields step as the background's do,
-    /// without a source, then take the scattering term (k::cuda::
-    /// born_scatter), every value as the CPU's. The background takes the
-    /// forward's steps one at a time, keeping its levels as forward(true)
-    /// does; but where Ey is two planes (split_planes), which the scattering
+    /// without a source, each step's Ey taking the scattering term in the
+    /// same launch (k::cuda::born_step), every value as the CPU's. The
+    /// background takes the forward's steps one at a time, keeping its
+    /// levels as forward(true) does; but where Ey is two planes (split_planes), which the scattering
     /// term cannot read, forward(true) keeps them first and the Born run
     /// takes the background's steps again. With `from_levels`, the
     /// background is read from the kept levels (levels_exact) instead.
@@ -699,10 +699,9 @@ public:
             const k::TmFields<T> d_in = buffer_view(born_, current), d_out = buffer_view(born_, 1 - current);
             current = 1 - current;
             const k::cuda::StepSamples previous{sparse_.view, born_traces_.get(), nt, m - 1};  // of dEy^m
-            k::cuda::step<T, ORDER, T>(g_, materials(), x, z, d_in, d_out, nullptr, nullptr, m > 0 ? &previous : nullptr,
-                                       opt_.cuda, stream_);
-            k::cuda::born_scatter<T>(g_, {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
-                                     stream_);
+            k::cuda::born_step<T, ORDER>(g_, materials(), x, z, d_in, d_out, m > 0 ? &previous : nullptr,
+                                         {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
+                                         opt_.cuda, stream_);
             if (check_now(m)) {
                 if (!from_levels) check_finite(e_out, m, "Ey");
                 check_finite(d_out, m, "the Born field dEy");

@@ -533,18 +533,32 @@ __device__ __forceinline__ RowCpml<T, kLanes<T>> load_row_cpml(const GridParams<
     return c;
 }
 
+/// The Born step's scattering term at a pack of nodes, added to the
+/// perturbation's Ey^{n+1} after its own update, in the CPU's order
+/// (cpu::born_scatter): dEy += dca*Ey^n + r*(Ey^{n+1} - ca*Ey^n).
+template <typename T, int N>
+__device__ __forceinline__ void add_born_scatter(const Pack<T, N>& ca, const Pack<T, N>& dca, const Pack<T, N>& r,
+                                                 const Pack<T, N>& prev, const Pack<T, N>& next, Pack<T, N>& d_ey) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) d_ey.v[j] += dca.v[j] * prev.v[j] + r.v[j] * (next.v[j] - ca.v[j] * prev.v[j]);
+}
+
 /// One marching warp of the forward step: in the interior (ZS false), or in
 /// the z strips (ZS: the rows above and below the interior, over its
 /// columns, where the x-stencils reach no CPML node either), which adds the
 /// z CPML terms of the CPU's update_h and update_e in its strip rows (psi_ey_z
 /// from `in` to `out`, as the warp recomputes Hx rows of the segment above;
 /// psi_hx_z, read and written at its own rows only, in place) and takes Hx
-/// outside the grid as the zero halo.
-template <typename T, int ORDER, typename Stored, bool ZS, bool SPLIT>
+/// outside the grid as the zero halo. With BORN (a Born run's perturbation
+/// step) each Ey^{n+1} then takes the scattering term (BornScatter; d_ey
+/// unused: it is `out`'s Ey), as cpu::born_scatter would after the step.
+template <typename T, int ORDER, typename Stored, bool ZS, bool SPLIT, bool BORN = false>
 __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const MaterialView<T>& m,
                                                    const CpmlAxis<T>& z, const TmFields<T>& in,
                                                    const TmFields<T>& out, Stored* keep,
-                                                   const MarchingWarp<T, ORDER>& w) {
+                                                   const MarchingWarp<T, ORDER>& w,
+                                                   const BornScatter<T>& born = {}) {
+    static_assert(!(BORN && SPLIT), "a Born run's fields hold Ey in one plane");
     using S = StepShape<T, ORDER>;
     constexpr int N = S::N, R = S::R, HL = S::HL;
     if (!w.active) return;  // the whole warp
@@ -617,6 +631,8 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
             ey.v[j] = ca.v[j] * ey_r.v[j] + cb.v[j] * (dx - dz);
             if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
+        if constexpr (BORN) add_born_scatter(ca, w.load(born.dca, r), w.load(born.dcb_over_cb, r),
+                                             w.load(born.ey_prev + w.shot, r), w.load(born.ey_next + w.shot, r), ey);
         if (w.owner) {
             const std::size_t o = w.shot + w.at(r);
             store_pack(out.hz + o, hz, N);
@@ -996,21 +1012,22 @@ inline int z_strip_blocks(const Interior& box, int nz, int bands) {
 
 /// Block `block` of step_kernel's launch (also run by pair_first_kernel);
 /// HOLE: its interior items have a hole (MarchingItems), else all are there.
-template <typename T, int ORDER, typename Stored, bool HOLE, bool SPLIT = false>
+/// BORN: a Born run's perturbation step (marching_step_warp).
+template <typename T, int ORDER, typename Stored, bool HOLE, bool SPLIT = false, bool BORN = false>
 __device__ __forceinline__ void step_block(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                                            const CpmlAxis<T>& z, const Interior& box, const StepLaunch& l,
                                            const TmFields<T>& in, const TmFields<T>& out, Stored* keep,
-                                           const StepSamples& samples, int block) {
+                                           const StepSamples& samples, int block, const BornScatter<T>& born = {}) {
     if (block < l.strip_blocks) {
         const MarchingWarp<T, ORDER> w(ZStrips{}, g, box, l.items.bands, block, blockIdx.y);
-        marching_step_warp<T, ORDER, Stored, true, SPLIT>(g, m, z, in, out, keep, w);
+        marching_step_warp<T, ORDER, Stored, true, SPLIT, BORN>(g, m, z, in, out, keep, w, born);
         return;
     }
     const int b = block - l.strip_blocks;
     if (b < l.interior_blocks) {
         const MarchingWarp<T, ORDER> w = HOLE ? MarchingWarp<T, ORDER>(g, box, l.items, b, blockIdx.y)
                                               : MarchingWarp<T, ORDER>(g, box, l.items.bands, b, blockIdx.y, l.rows);
-        marching_step_warp<T, ORDER, Stored, false, SPLIT>(g, m, z, in, out, keep, w);
+        marching_step_warp<T, ORDER, Stored, false, SPLIT, BORN>(g, m, z, in, out, keep, w, born);
         return;
     }
     if (b >= l.interior_blocks + l.frame_blocks) {  // the receivers' samples of `in`
@@ -1034,13 +1051,25 @@ __global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
     step_block<T, ORDER, Stored, HOLE, SPLIT>(g, m, x, z, box, l, in, out, keep, samples, blockIdx.x);
 }
 
-template <typename T, int ORDER, typename Stored, bool SPLIT = false>
-__global__ void __launch_bounds__(kStepWarps * 32)
-    frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
-                   Stored* keep, Interior frame, int frame_blocks, StepSources src, Interior skip) {
-    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
+/// step_kernel for a Born run's perturbation (BornScatter; no level kept).
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32, step_blocks_per_sm<T>(ORDER))
+    born_step_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, Interior box, StepLaunch l,
+                     TmFields<T> in, TmFields<T> out, StepSamples samples, BornScatter<T> born) {
     wait_for_previous_kernel();
     allow_next_kernel();
+    step_block<T, ORDER, T, false, false, true>(g, m, x, z, box, l, in, out, nullptr, samples, blockIdx.x, born);
+}
+
+/// frame_e_kernel's block: the frame's E (and the source term's blocks);
+/// BORN: of a Born run's perturbation (marching_step_warp), without sources.
+template <typename T, int ORDER, typename Stored, bool SPLIT, bool BORN>
+__device__ __forceinline__ void frame_e_block(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                                              const CpmlAxis<T>& z, const TmFields<T>& f, const TmFields<T>& out,
+                                              Stored* keep, const Interior& frame, int frame_blocks,
+                                              const StepSources& src, const Interior& skip,
+                                              const BornScatter<T>& born = {}) {
+    constexpr int N = kLanes<T>, R = ORDER / 2, H = kMaxHalo;
     if (static_cast<int>(blockIdx.x) >= frame_blocks) {  // the source term, at interior nodes only (not in `skip`)
         const int e = (blockIdx.x - frame_blocks) * blockDim.x + threadIdx.x;
         int ix, iz;
@@ -1094,11 +1123,34 @@ __global__ void __launch_bounds__(kStepWarps * 32)
         ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
         if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
     }
+    if constexpr (BORN)
+        add_born_scatter(ca, load_pack<N>(born.dca + c), load_pack<N>(born.dcb_over_cb + c),
+                         load_pack<N>(born.ey_prev + o), load_pack<N>(born.ey_next + o), ey);
     const int n = g.nx - ix0;
     EyView<T, SPLIT>::of(out).template store<N>(o, ey, n);
     if (xp) store_pack(f.psi_hz_x + o, px, n);
     if (zp) store_pack(f.psi_hx_z + o, pz, n);
     if (keep && !SPLIT) store_pack(keep + o, kept, n);  // (split: the upper plane is the level)
+}
+
+template <typename T, int ORDER, typename Stored, bool SPLIT = false>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f, TmFields<T> out,
+                   Stored* keep, Interior frame, int frame_blocks, StepSources src, Interior skip) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    frame_e_block<T, ORDER, Stored, SPLIT, false>(g, m, x, z, f, out, keep, frame, frame_blocks, src, skip);
+}
+
+/// frame_e_kernel for a Born run's perturbation (BornScatter).
+template <typename T, int ORDER>
+__global__ void __launch_bounds__(kStepWarps * 32)
+    born_frame_e_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
+                        TmFields<T> out, Interior frame, int frame_blocks, BornScatter<T> born) {
+    wait_for_previous_kernel();
+    allow_next_kernel();
+    frame_e_block<T, ORDER, T, false, true>(g, m, x, z, f, out, nullptr, frame, frame_blocks, StepSources{},
+                                            Interior{0, 0, 0, 0}, born);
 }
 
 // Two steps a pass (temporal blocking; bench-probes/two_step_probe.cu): in
@@ -2113,18 +2165,6 @@ __global__ void zero_halo_kernel(U* base, std::size_t copies, std::size_t shot_s
     }
 }
 
-/// BornScatter over the grid's nodes of every shot: blockIdx.y the shot's row
-/// (shot * nz + iz), x the column; the CPU's arithmetic, term for term.
-template <typename T>
-__global__ void born_scatter_kernel(GridParams<T> g, BornScatter<T> b) {
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ix >= g.nx) return;
-    const int shot = blockIdx.y / g.nz, iz = blockIdx.y % g.nz;
-    const std::size_t node = g.origin + static_cast<std::size_t>(iz) * g.stride + ix;
-    const std::size_t i = shot * g.shot_stride + node;
-    b.d_ey[i] += b.dca[node] * b.ey_prev[i] + b.dcb_over_cb[node] * (b.ey_next[i] - b.ca[node] * b.ey_prev[i]);
-}
-
 template <typename T, typename Stored>
 __global__ void store_level_kernel(std::size_t n, const T* ey, Stored* level) {
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -2276,6 +2316,21 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
         }
     }
     launch(std::false_type{});
+}
+
+template <typename T, int ORDER>
+void born_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+               const TmFields<T>& in, const TmFields<T>& out, const StepSamples* samples, const BornScatter<T>& born,
+               const CudaTuning& tuning, Stream stream) {
+    constexpr int kThreads = kStepWarps * 32;
+    const Interior box = step_interior<T, ORDER>(g, x, z);
+    const StepLaunch l = step_launch<T, ORDER>(g, box, Interior{0, 0, 0, 0}, tuning);
+    const dim3 grid(l.strip_blocks + l.interior_blocks + l.frame_blocks + sample_blocks(samples), g.n_shots);
+    launch_kernel(tuning, born_step_kernel<T, ORDER>, grid, dim3(kThreads), stream, g, m, x, z, box, l, in, out,
+                  samples ? *samples : StepSamples{}, born);
+    if (l.frame_blocks > 0)
+        launch_kernel(tuning, born_frame_e_kernel<T, ORDER>, dim3(l.frame_blocks, g.n_shots), dim3(kThreads), stream,
+                      g, m, x, z, in, out, l.frame, l.frame_blocks, born);
 }
 
 // Where the pairs pay: stencils 2 and 4 (the pair warps of 6 and 8 hold
@@ -2457,13 +2512,6 @@ void store_level(const GridParams<T>& g, const T* ey, Stored* level, Stream stre
 }
 
 template <typename T>
-void born_scatter(const GridParams<T>& g, const BornScatter<T>& b, Stream stream) {
-    const dim3 grid(blocks_for(g.nx, 128), g.n_shots * g.nz);
-    born_scatter_kernel<T><<<grid, 128, 0, stream>>>(g, b);
-    GPRFWI_CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
 void keep_level_fp8(const GridParams<T>& g, const T* ey, Fp8* level, double* scales, unsigned long long* max_scratch,
                     Stream stream) {
     const dim3 grid(std::min(blocks_for(g.shot_stride, 256), 1024), g.n_shots);
@@ -2495,6 +2543,9 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void step<T, ORDER, T>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,            \
                                     const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, T*,              \
                                     const StepSources*, const StepSamples*, const CudaTuning&, Stream);          \
+    template void born_step<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
+                                      const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,                \
+                                      const StepSamples*, const BornScatter<T>&, const CudaTuning&, Stream);     \
     template void step_pair<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,          \
                                       const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&,                \
                                       const TmFields<T>&, const StepSources&, const StepSources&,                \
@@ -2528,8 +2579,7 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
-    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, const CudaTuning&, Stream);                 \
-    template void born_scatter<T>(const GridParams<T>&, const BornScatter<T>&, Stream);
+    template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, const CudaTuning&, Stream);
 GPRFWI_INSTANTIATE_TYPE(float)
 GPRFWI_INSTANTIATE_TYPE(double)
 

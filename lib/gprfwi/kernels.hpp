@@ -255,6 +255,15 @@ void step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x
           const TmFields<T>& in, const TmFields<T>& out, Stored* keep, const StepSources* sources,
           const StepSamples* samples, const CudaTuning& tuning, Stream stream);
 
+/// A Born run's perturbation step: step<T, ORDER, T> without sources or a
+/// kept level, each Ey^{n+1} then taking the scattering term `born` (its
+/// d_ey unused: `out.ey` is the perturbation's Ey), bitwise as
+/// cpu::born_scatter after the step.
+template <typename T, int ORDER>
+void born_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+               const TmFields<T>& in, const TmFields<T>& out, const StepSamples* samples, const BornScatter<T>& born,
+               const CudaTuning& tuning, Stream stream);
+
 /// Two steps (n -> n + 2) of step<T, ORDER, T> (no level stored besides), from
 /// `in` through `mid` (the first step's fields, another buffer like `out`:
 /// its own Ey, Hx, Hz and psi_ey_z, the other memories shared) into `out`;
@@ -371,10 +380,6 @@ int adjoint_frame_pack(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
 /// beyond the grid's edges and never write.
 template <typename T>
 void zero_halos(const GridParams<T>& g, void* base, int value_bytes, std::size_t copies, Stream stream);
-
-/// cpu::born_scatter on the GPU, bitwise alike.
-template <typename T>
-void born_scatter(const GridParams<T>& g, const BornScatter<T>& b, Stream stream);
 
 /// level = Ey in the storage type (bf16 or T itself), for the whole batch.
 template <typename T, typename Stored>
