@@ -15,11 +15,11 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["final"]
 checks = [
-    # measured on the development VM with the taper of lambda / 16: 0.764, 0.795, 0.915, 0.918
-    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.72),
-    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.76),
-    ("eps_r SSIM", f["eps_r"]["ssim"], 0.87),
-    ("sigma SSIM", f["sigma"]["ssim"], 0.89),
+    # measured on the development VM with the defaults of docs/inversion.md: 0.789, 0.803, 0.928, 0.923
+    ("eps_r closer to the truth than the start", f["eps_r"]["closer_than_start"], 0.75),
+    ("sigma closer to the truth than the start", f["sigma"]["closer_than_start"], 0.77),
+    ("eps_r SSIM", f["eps_r"]["ssim"], 0.89),
+    ("sigma SSIM", f["sigma"]["ssim"], 0.90),
 ]
 failed = False
 for name, value, least in checks:

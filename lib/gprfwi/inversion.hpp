@@ -184,11 +184,12 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 /// sigma together in every stage (eps_r alone explains the amplitudes of
 /// conductive zones by eps_r artefacts), first the data below this share of
 /// the wavelet's dominant frequency `f_dominant_hz` (up to 15 iterations),
-/// then the full band (up to 80); each stage stops where its misfit falls by
-/// less than 0.5% over 5 iterations. The first band's wider basin matters
-/// most where reflections alone see the ground; the full band keeps
-/// improving the crosshole models long after its misfit has nearly settled
-/// (docs/inversion.md, "Defaults").
+/// stopping where its misfit falls by less than 0.5% over 5 iterations, then
+/// the full band for 80 iterations, with no rule on its misfit. The first
+/// band's wider basin matters most where reflections alone see the ground;
+/// the full band keeps improving the crosshole models long after its misfit
+/// has settled, at the data's noise or in a flat valley (docs/inversion.md,
+/// "Defaults").
 inline constexpr double kAutoLowBandOfDominant = 0.5;
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 

@@ -584,12 +584,12 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node stages = inv["stages"];
     if (!stages || is_auto(stages)) {
         s.stages = automatic_stages(f_dominant);
-        s.defaults.push_back(fmt::format("stages auto: {} iterations of eps_r and sigma on data below {:.4g} Hz ({} of "
-                                         "the wavelet's dominant frequency), then {} on the full band, each until its "
-                                         "misfit falls by less than {}% over {} iterations",
+        s.defaults.push_back(fmt::format("stages auto: up to {} iterations of eps_r and sigma on data below {:.4g} Hz "
+                                         "({} of the wavelet's dominant frequency), until the misfit falls by less than "
+                                         "{}% over {} iterations, then {} on the full band",
                                          s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
-                                         s.stages[1].iterations, 100 * s.stages[1].min_relative_decrease,
-                                         s.stages[1].decrease_window));
+                                         100 * s.stages[0].min_relative_decrease, s.stages[0].decrease_window,
+                                         s.stages[1].iterations));
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
