@@ -603,6 +603,11 @@ inversion:
     EXPECT_NEAR(s.stages[0].max_frequency_hz, kAutoLowBandOfDominant * f_dominant, 1e-6 * f_dominant);
     EXPECT_EQ(s.stages[1].max_frequency_hz, 0.0);
     for (const StageSpec& st : s.stages) EXPECT_TRUE(st.invert_eps_r && st.invert_sigma) << st.name;
+    // the low band stops where its misfit settles; the full band runs its iterations (docs/inversion.md, "Defaults")
+    EXPECT_EQ(s.stages[0].min_relative_decrease, 0.005);
+    EXPECT_EQ(s.stages[0].decrease_window, 5);
+    EXPECT_EQ(s.stages[1].min_relative_decrease, 0.0);
+    EXPECT_EQ(s.stages[1].iterations, 80);
     const Campaign none = load_campaign(write_run_file("campaign_scan_none", base), {"inversion.scan=none"});
     EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }
