@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: run the GPU tests and the benchmark cases of
-# docs/performance.md (whole calls first), the `gprfwi gradient` command on a
+# docs/performance.md (whole calls first; Born runs and Hessian-vector
+# products), the `gprfwi gradient` command on a
 # large case and a timed inversion campaign, writing logs under $OUT (or
 # ./gpu-results); with BEFORE=path/to/gprfwi, the same bench cases with that
 # (earlier) build afterwards, for figures before and after from one run. With
@@ -37,6 +38,11 @@ cases=(
 )
 {
   for c in "${cases[@]}"; do bench --pml 20 --stencil 4 $c; done
+  # Born runs and Hessian-vector products beside gradient calls of the same batch (docs/performance.md)
+  for m in "born" "hessian --gauss-newton" "hessian --gauss-newton --compression bf16"; do
+    echo "== gprfwi bench --mode $m"
+    "$gprfwi" bench --backend cuda --pml 20 --stencil 4 --shots 8 --nt 2000 --repeats 3 --mode $m 2>&1 | grep -E "^  |^\{"
+  done
   # a real campaign: 5 iterations of invert on a generated 16-shot campaign (bf16 levels: 16 shots' float
   # levels would not fit on the device)
   echo "== gprfwi bench --mode inversion"
