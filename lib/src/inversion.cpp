@@ -405,17 +405,24 @@ private:
     double x_of_eps(double e, std::size_t i) const { return e / (s_eps_ * weight_[i]); }
     double x_of_sigma(double s, std::size_t i) const { return std::log(s / sigma_ref_) / (s_sig_ * weight_[i]); }
 
-    void model_from_x(const double* x, Model& m) const {
+    /// The active parameters of m from x; their masked nodes keep m's values,
+    /// or take base's where given.
+    void model_from_x(const double* x, Model& m, const Model* base = nullptr) const {
         for (std::size_t k = 0; k < params_.size(); ++k) {
             const double* xp = x + k * n_;
+            Array2D& to = params_[k] == 0 ? m.eps_r : m.sigma;
+            const double* from = base ? (params_[k] == 0 ? base->eps_r : base->sigma).data() : nullptr;
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n_; ++i) {
-                if (masked_[i]) continue;
+                if (masked_[i]) {
+                    if (from) to.data()[i] = from[i];
+                    continue;
+                }
                 // clamped: a bound mapped to x and back may miss it by a rounding
                 if (params_[k] == 0)
-                    m.eps_r.data()[i] = std::clamp(s_eps_ * weight_[i] * xp[i], spec_.eps_r_min, spec_.eps_r_max);
+                    to.data()[i] = std::clamp(s_eps_ * weight_[i] * xp[i], spec_.eps_r_min, spec_.eps_r_max);
                 else
-                    m.sigma.data()[i] = std::clamp(sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]), spec_.sigma_min, spec_.sigma_max);
+                    to.data()[i] = std::clamp(sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]), spec_.sigma_min, spec_.sigma_max);
             }
         }
     }
@@ -429,9 +436,13 @@ private:
             m.grid = model_.grid;
             copy_parallel(model_.mu_r, m.mu_r);
         }
-        copy_parallel(model_.eps_r, m.eps_r);
-        copy_parallel(model_.sigma, m.sigma);
-        model_from_x(x, m);
+        // the stage's values where x sets none: its masked nodes, a parameter it does not invert
+        const auto active = [&](int p) { return std::find(params_.begin(), params_.end(), p) != params_.end(); };
+        if (active(0)) reshape(m.eps_r, model_.grid.nz, model_.grid.nx);
+        else copy_parallel(model_.eps_r, m.eps_r);
+        if (active(1)) reshape(m.sigma, model_.grid.nz, model_.grid.nx);
+        else copy_parallel(model_.sigma, m.sigma);
+        model_from_x(x, m, &model_);
         return m;
     }
 
@@ -456,20 +467,26 @@ private:
     /// The weighted sum of regulariser w's terms: term(t, part) fills the
     /// zeroed `part` with term t's contribution (t 0: Tikhonov, 1: total
     /// variation) and returns its value; `sum` (reshaped to nz x nx) gets the
-    /// weighted sum of the parts, the result that of the values.
+    /// weighted sum of the parts, the result that of the values. A lone
+    /// term's part is `sum` itself, scaled in place (the same values: 0 plus
+    /// the weighted part).
     template <class Term>
     static double weighted_terms(const RegularizationSpec& w, int nz, int nx, Array2D& sum, Array2D& part, Term term) {
         double r = 0;
+        const bool both = w.tikhonov != 0 && w.tv != 0;
         reshape(sum, nz, nx);
-        reshape(part, nz, nx);
         fill_parallel(sum, 0.0);
+        if (both) reshape(part, nz, nx);
+        Array2D& into = both ? part : sum;
         for (int t = 0; t < 2; ++t) {
             const double weight = t == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
             if (weight == 0) continue;
-            fill_parallel(part, 0.0);
-            r += weight * term(t, part);
+            if (both) fill_parallel(part, 0.0);
+            r += weight * term(t, into);
+            const double* p = into.data();
+            double* out = sum.data();
 #pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < sum.size(); ++i) sum.data()[i] += weight * part.data()[i];
+            for (std::size_t i = 0; i < sum.size(); ++i) out[i] = (both ? out[i] : 0.0) + weight * p[i];
         }
         return r;
     }

@@ -1,6 +1,8 @@
 #include "gprfwi/regularization.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace gprfwi {
@@ -11,41 +13,48 @@ namespace {
 /// the node's two forward differences. `edge(iz, ix, fx, fz)` returns the
 /// node's share of the value and sets fx, fz to what the node's right and
 /// lower edges pass on: each edge adds +f to its far node and -f to the node
-/// itself. Rows run in parallel: each node gathers what its left and upper
-/// neighbours pass on (so no two threads write one node), and the value is
-/// summed per row, then over rows in order, so the result does not depend on
-/// the number of threads.
+/// itself. Blocks of rows run in parallel, each in one sweep: a row's fluxes,
+/// then its nodes, which gather what their left and upper neighbours pass on
+/// (so no two threads write one node; a block works out the fluxes of the
+/// row above it again, `edge` being a function of the node alone). The value
+/// is summed per row, then over rows in order, so the result does not depend
+/// on the number of threads.
 template <class Edge>
 double edge_sum(const Array2D& q, Array2D& g, Edge edge) {
+    constexpr int kRows = 32;  // per block: the row above each block is worked out twice
     const int nz = q.nz(), nx = q.nx();
-    const std::size_t n = q.size();
-    // the fluxes, kept from call to call (an inversion calls this every evaluation, and fresh
-    // memory would be faulted in each time); every flux is written before it is read. The calling
-    // thread's buffers, reached by the pointers below: a worker thread has buffers of its own.
-    thread_local std::vector<double> fx_kept, fz_kept;
-    fx_kept.resize(n);
-    fz_kept.resize(n);
-    double* const fx = fx_kept.data();
-    double* const fz = fz_kept.data();
-    auto at = [nx](int iz, int ix) { return static_cast<std::size_t>(iz) * static_cast<std::size_t>(nx) + static_cast<std::size_t>(ix); };
+    const int blocks = (nz + kRows - 1) / kRows;
     std::vector<double> rows(static_cast<std::size_t>(nz), 0.0);
-#pragma omp parallel for schedule(static)
-    for (int iz = 0; iz < nz; ++iz) {
-        double r = 0;
-        for (int ix = 0; ix < nx; ++ix) r += edge(iz, ix, fx[at(iz, ix)], fz[at(iz, ix)]);
-        rows[static_cast<std::size_t>(iz)] = r;
-    }
-#pragma omp parallel for schedule(static)
-    for (int iz = 0; iz < nz; ++iz)
-        for (int ix = 0; ix < nx; ++ix) {
-            // in the order a serial sweep over the edges would add them
-            double v = g(iz, ix);
-            if (iz > 0) v += fz[at(iz - 1, ix)];
-            if (ix > 0) v += fx[at(iz, ix - 1)];
-            v -= fx[at(iz, ix)];
-            v -= fz[at(iz, ix)];
-            g(iz, ix) = v;
+#pragma omp parallel
+    {
+        // a row's fluxes (fx, fz) and the fluxes of the row above (up), of this thread
+        std::vector<double> fx(static_cast<std::size_t>(nx)), fz(fx.size()), up(fx.size());
+#pragma omp for schedule(static)
+        for (int b = 0; b < blocks; ++b) {
+            const int z0 = b * kRows, z1 = std::min(nz, z0 + kRows);
+            if (z0 > 0) {
+                double unused = 0;
+                for (int ix = 0; ix < nx; ++ix) edge(z0 - 1, ix, unused, up[static_cast<std::size_t>(ix)]);
+            }
+            for (int iz = z0; iz < z1; ++iz) {
+                double r = 0;
+                for (int ix = 0; ix < nx; ++ix)
+                    r += edge(iz, ix, fx[static_cast<std::size_t>(ix)], fz[static_cast<std::size_t>(ix)]);
+                rows[static_cast<std::size_t>(iz)] = r;
+                for (int ix = 0; ix < nx; ++ix) {
+                    // in the order a serial sweep over the edges would add them
+                    const auto k = static_cast<std::size_t>(ix);
+                    double v = g(iz, ix);
+                    if (iz > 0) v += up[k];
+                    if (ix > 0) v += fx[k - 1];
+                    v -= fx[k];
+                    v -= fz[k];
+                    g(iz, ix) = v;
+                }
+                std::swap(up, fz);
+            }
         }
+    }
     double r = 0;
     for (double row : rows) r += row;
     return r;
