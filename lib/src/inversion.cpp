@@ -36,6 +36,7 @@
 #include "gprfwi/wavelet_estimation.hpp"
 #include "parallel_arrays.hpp"
 #include "petsc_memory.hpp"
+#include "stage_regularization.hpp"
 #include "timing.hpp"
 
 namespace gprfwi {
@@ -183,7 +184,8 @@ public:
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
              const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
-          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer) {
+          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer),
+          regularization_(spec) {
         method_ = stage.method.value_or(spec.method);
         if (stage.invert_eps_r) params_.push_back(0);
         if (stage.invert_sigma) params_.push_back(1);
@@ -446,100 +448,8 @@ private:
         return m;
     }
 
-    /// What parameter k's regulariser measures at model m, into q: eps_r / eps_ref,
-    /// or ln(sigma / sigma_ref) (sigma may be 0 in masked nodes, air: the
-    /// logarithm starts at the lower bound).
-    void regularized_quantity(const Model& m, std::size_t k, Array2D& q) const {
-        reshape(q, m.grid.nz, m.grid.nx);
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n_; ++i)
-            q.data()[i] = params_[k] == 0 ? m.eps_r.data()[i] / eps_ref_
-                                          : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / sigma_ref_);
-    }
-
-    /// Arrays of the model's shape that the regularisation and its Hessian
-    /// products reuse from one call to the next (fresh ones would be zeroed
-    /// on one thread).
-    struct RegularizationScratch {
-        Array2D q, dq, sum, part;
-    };
-
-    /// The weighted sum of regulariser w's terms: term(t, part) fills the
-    /// zeroed `part` with term t's contribution (t 0: Tikhonov, 1: total
-    /// variation) and returns its value; `sum` (reshaped to nz x nx) gets the
-    /// weighted sum of the parts, the result that of the values. A lone
-    /// term's part is `sum` itself, scaled in place (the same values: 0 plus
-    /// the weighted part).
-    template <class Term>
-    static double weighted_terms(const RegularizationSpec& w, int nz, int nx, Array2D& sum, Array2D& part, Term term) {
-        double r = 0;
-        const bool both = w.tikhonov != 0 && w.tv != 0;
-        reshape(sum, nz, nx);
-        fill_parallel(sum, 0.0);
-        if (both) reshape(part, nz, nx);
-        Array2D& into = both ? part : sum;
-        for (int t = 0; t < 2; ++t) {
-            const double weight = t == 0 ? w.tikhonov : w.tv;  // (no structured binding: OpenMP captures it below)
-            if (weight == 0) continue;
-            if (both) fill_parallel(part, 0.0);
-            r += weight * term(t, into);
-            const double* p = into.data();
-            double* out = sum.data();
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < sum.size(); ++i) out[i] = (both ? out[i] : 0.0) + weight * p[i];
-        }
-        return r;
-    }
-
-    /// Regularisation of the active parameters at model m; adds df/dx into gx.
-    double regularization(const Model& m, double* gx) const {
-        double r = 0;
-        RegularizationScratch& s = regularization_scratch_;
-        for (std::size_t k = 0; k < params_.size(); ++k) {
-            const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
-            if (w.tikhonov == 0 && w.tv == 0) continue;
-            regularized_quantity(m, k, s.q);
-            const Grid& g = m.grid;
-            r += weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
-                return t == 0 ? tikhonov(s.q, g.dx, g.dz, part) : total_variation(s.q, g.dx, g.dz, w.tv_beta, part);
-            });
-            if (gx) {
-                const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-                const double* gq = s.sum.data();
-#pragma omp parallel for schedule(static)
-                for (std::size_t i = 0; i < n_; ++i) gx[k * n_ + i] += masked_[i] ? 0.0 : gq[i] * dq_dx * weight_[i];
-            }
-        }
-        return r;
-    }
-
-    /// out += d2R/dx2 v: the regularisation's Hessian along v. Each term is a
-    /// function of q (eps_r / eps_ref, or ln(sigma / sigma_ref)), which is
-    /// linear in x (dq = dq_dx w v), so its Hessian along v is its analytic
-    /// Hessian in q along dq, mapped back the same way.
-    void regularization_hessian(const Model& m, const double* v, double* out) const {
-        const Grid& g = m.grid;
-        RegularizationScratch& s = regularization_scratch_;
-        for (std::size_t k = 0; k < params_.size(); ++k) {
-            const RegularizationSpec& w = params_[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
-            if (w.tikhonov == 0 && w.tv == 0) continue;
-            const double dq_dx = params_[k] == 0 ? s_eps_ / eps_ref_ : s_sig_;
-            regularized_quantity(m, k, s.q);
-            reshape(s.dq, g.nz, g.nx);
-            double* dq = s.dq.data();
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) dq[i] = masked_[i] ? 0.0 : dq_dx * weight_[i] * v[k * n_ + i];
-            weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
-                if (t == 0) tikhonov_hessian(s.dq, g.dx, g.dz, part);
-                else total_variation_hessian(s.q, s.dq, g.dx, g.dz, w.tv_beta, part);
-                return 0.0;
-            });
-            const double* hq = s.sum.data();
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i)
-                if (!masked_[i]) out[k * n_ + i] += hq[i] * dq_dx * weight_[i];
-        }
-    }
+    /// The change of variables, as the regularisation reads it.
+    StageVariables variables() const { return {params_, weight_, masked_, s_eps_, s_sig_, eps_ref_, sigma_ref_}; }
 
     /// Hv = d2f/dx2 v at x (hessian_x_): the data term's Hessian through the
     /// objective (the model's map x -> (eps_r, sigma) is linear in eps_r and
@@ -579,7 +489,7 @@ private:
                     if (full) o += gs.data()[i] * ds_dx * s_sig_ * weight_[i] * v[k * n_ + i] / j0_;
                 }
             }
-        regularization_hessian(m, v, out);
+        regularization_.hessian(m, variables(), v, out);
     }
 
     static PetscErrorCode form_hessian(Tao, Vec x, Mat, Mat, void* ctx) {
@@ -648,7 +558,7 @@ private:
                 gx[k * n_ + i] = masked_[i] ? 0.0
                                             : weight_[i] * (params_[k] == 0 ? ge.data()[i] / j0_ * s_eps_
                                                                              : gs.data()[i] * m.sigma.data()[i] / j0_ * s_sig_);
-        return j / j0_ + regularization(m, gx);
+        return j / j0_ + regularization_.value(m, variables(), gx);
     }
 
     // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S ---
@@ -813,7 +723,7 @@ private:
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
         gather(x, x_whole_);
         model_from_x(x_whole_.data(), model_);
-        const double j = j0_ * (f - regularization(model_, nullptr));
+        const double j = j0_ * (f - regularization_.value(model_, variables(), nullptr));
         const int iteration = iteration_offset_ + static_cast<int>(its);
         append_row(make_row(iteration, j, gnorm, step));
         write_iteration(iteration, false);
@@ -1096,7 +1006,7 @@ private:
     Model trial_;  // the model of the evaluation in progress
     // whole TAO vectors, their memory reused by every evaluation
     std::vector<double> x_whole_, g_whole_, smooth_whole_;
-    mutable RegularizationScratch regularization_scratch_;
+    StageRegularization regularization_;
 };
 
 }  // namespace

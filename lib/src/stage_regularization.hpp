@@ -1,0 +1,54 @@
+#pragma once
+// The regularisation of an inversion stage's active parameters, in the
+// stage's optimisation variables x (inversion.cpp's StageRun): each
+// parameter's regulariser measures q = eps_r / eps_ref or ln(sigma /
+// sigma_ref), which is linear in x where x moves the model (dq/dx = s_eps w /
+// eps_ref or s_sig w, w the node's weight; 0 where the node is masked).
+
+#include <cstddef>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/model.hpp"
+
+namespace gprfwi {
+
+/// The change of variables the regularisation goes through: x holds one
+/// block of n values per active parameter (0: eps_r, 1: sigma), in order.
+struct StageVariables {
+    const std::vector<int>& params;
+    const std::vector<double>& weight;
+    const std::vector<char>& masked;
+    double s_eps = 0, s_sig = 0, eps_ref = 0, sigma_ref = 0;
+};
+
+class StageRegularization {
+public:
+    /// The weights and sigma's floor come from `spec` (regularize_eps_r,
+    /// regularize_sigma, sigma_min), which must outlive this.
+    explicit StageRegularization(const InversionSpec& spec) : spec_(spec) {}
+
+    /// The regularisation at model m; adds its gradient in x into gx (when
+    /// non-null).
+    double value(const Model& m, const StageVariables& v, double* gx) const;
+
+    /// out += its Hessian in x along direction d (analytic: each term's
+    /// Hessian in q along dq, mapped back as the gradient is).
+    void hessian(const Model& m, const StageVariables& v, const double* d, double* out) const;
+
+private:
+    /// What parameter k's regulariser measures at m, into q (sigma may be 0
+    /// in masked nodes, air: the logarithm starts at the lower bound).
+    void quantity(const Model& m, const StageVariables& v, std::size_t k, Array2D& q) const;
+
+    const InversionSpec& spec_;
+    /// Arrays of the model's shape reused from one call to the next (fresh
+    /// ones would be zeroed on one thread).
+    struct Scratch {
+        Array2D q, dq, sum, part;
+    };
+    mutable Scratch scratch_;
+};
+
+}  // namespace gprfwi
