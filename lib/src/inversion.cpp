@@ -37,6 +37,7 @@
 #include "parallel_arrays.hpp"
 #include "petsc_memory.hpp"
 #include "stage_regularization.hpp"
+#include "stage_smoothing.hpp"
 #include "timing.hpp"
 
 namespace gprfwi {
@@ -177,6 +178,15 @@ struct CheckpointState {
     std::string history_csv;
 };
 
+/// A stage's active parameters in the order of the optimisation vector's
+/// blocks (0: eps_r, 1: sigma).
+std::vector<int> active_parameters(const StageSpec& stage) {
+    std::vector<int> p;
+    if (stage.invert_eps_r) p.push_back(0);
+    if (stage.invert_sigma) p.push_back(1);
+    return p;
+}
+
 /// One stage's TAO problem.
 class StageRun {
 public:
@@ -185,10 +195,9 @@ public:
              const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
           config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer),
-          regularization_(spec) {
+          regularization_(spec), smoothing_(spec, stage, model.grid, active_parameters(stage)) {
         method_ = stage.method.value_or(spec.method);
-        if (stage.invert_eps_r) params_.push_back(0);
-        if (stage.invert_sigma) params_.push_back(1);
+        params_ = active_parameters(stage);
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
         weight_.resize(n_);
         const Grid& g = model.grid;
@@ -561,32 +570,7 @@ private:
         return j / j0_ + regularization_.value(m, variables(), gx);
     }
 
-    // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S ---
-    /// The standard deviation of parameter p's smoothing (0: eps_r, 1: sigma).
-    double smoothing_m(int p) const {
-        const double stage = p == 0 ? stage_.smoothing_m : stage_.smoothing_sigma_m;
-        return stage >= 0 ? stage : p == 0 ? spec_.smoothing_m : spec_.smoothing_sigma_m;
-    }
-    bool smoothing_wanted() const {
-        for (int p : params_)
-            if (smoothing_m(p) > 0) return true;
-        return false;
-    }
-
-    /// x = S x on the whole TAO vector: per parameter, two Gaussian passes of
-    /// sd/sqrt(2) with zeros beyond the edges (S = T T with T symmetric:
-    /// positive semi-definite, overall sd; block diagonal over the parameters).
-    /// With passes = 1, x = T x.
-    void smooth(std::vector<double>& x, int passes = 2) const {
-        const Grid& g = model_.grid;
-        for (std::size_t k = 0; k < params_.size(); ++k) {
-            const double sd = smoothing_m(params_[k]) / std::sqrt(2.0);
-            if (sd <= 0) continue;
-            for (int pass = 0; pass < passes; ++pass)
-                smooth_gaussian(x.data() + k * n_, g.nz, g.nx, sd / g.dx, sd / g.dz, SmoothingEdges::zero);
-        }
-    }
-
+    // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S (StageSmoothing) ---
     static PetscErrorCode apply_smoothing(PC pc, Vec in, Vec out) {
         void* ctx = nullptr;
         PetscCall(PCShellGetContext(pc, &ctx));
@@ -595,8 +579,8 @@ private:
         try {
             std::vector<double>& v = self->smooth_whole_;
             self->gather(in, v);
-            self->smooth(v);
-            scatter(v, out, self->gamma_);
+            self->smoothing_.smooth(v);
+            scatter(v, out, self->smoothing_.gamma());
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -604,31 +588,14 @@ private:
         return 0;
     }
 
-    /// gamma = s'y / y'Sy from the latest accepted step, the scaling standard
-    /// L-BFGS gives its initial matrix (kept when the step has no curvature).
+    /// The smoothing's gamma from the latest accepted step.
     void update_smoothing_scale(Tao tao) {
         Vec x, g;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
         GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
-        std::vector<double>& xa = x_whole_;
-        std::vector<double>& ga = g_whole_;
-        gather(x, xa);
-        gather(g, ga);
-        const std::size_t n = xa.size();
-        if (last_x_.size() == n) {
-            // y = g - g_last in g_last's place (not needed past here), then T y there:
-            // y'Sy = |T y|^2, S = T T with T symmetric, one of the two passes
-            std::vector<double>& y = last_g_;
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n; ++i) y[i] = ga[i] - y[i];
-            const double s_y = sum_parallel(n, [&](std::size_t i) { return (xa[i] - last_x_[i]) * y[i]; });
-            smooth(y, 1);
-            const double y_sy = sum_parallel(n, [&](std::size_t i) { return y[i] * y[i]; });
-            if (s_y > 0 && y_sy > 0) gamma_ = s_y / y_sy;
-        }
-        // x and g become the last ones (the whole-vector buffers are refilled before their next use)
-        std::swap(last_x_, xa);
-        std::swap(last_g_, ga);
+        gather(x, x_whole_);
+        gather(g, g_whole_);
+        smoothing_.accept(x_whole_, g_whole_);
     }
 
     // --- TAO ---
@@ -832,7 +799,7 @@ private:
         void* ctx = nullptr;
         PetscCall(MatShellGetContext(h0, &ctx));
         PetscCall(VecCopy(in, out));
-        PetscCall(VecScale(out, 1.0 / static_cast<StageRun*>(ctx)->gamma_));
+        PetscCall(VecScale(out, 1.0 / static_cast<StageRun*>(ctx)->smoothing_.gamma()));
         return 0;
     }
 
@@ -857,11 +824,9 @@ private:
         GPRFWI_PETSC(PCShellSetContext(pc, this));
         GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_smoothing));
         smoothing_on_ = true;
-        gamma_ = 1.0;
-        last_x_.clear();
-        last_g_.clear();
+        smoothing_.restart();
         spdlog::info("stage {}: updates smoothed by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma), L-BFGS's initial "
-                     "inverse Hessian", stage_.name, smoothing_m(0), smoothing_m(1));
+                     "inverse Hessian", stage_.name, smoothing_.length(0), smoothing_.length(1));
     }
 
     void solve(int max_iterations) {
@@ -936,7 +901,7 @@ private:
         }
         {  // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
             const ScopeTimer timer(times_.optimiser_setup);
-            if (smoothing_wanted()) {
+            if (smoothing_.wanted()) {
                 if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
                 else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
                                   stage_.name, to_string(method_));
@@ -983,8 +948,6 @@ private:
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     Mat smoothing_h0_ = nullptr;          // gradient smoothing's initial Hessian, while TAO runs
     bool smoothing_on_ = false;
-    double gamma_ = 1.0;
-    std::vector<double> last_x_, last_g_;
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
     int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
@@ -1007,6 +970,7 @@ private:
     // whole TAO vectors, their memory reused by every evaluation
     std::vector<double> x_whole_, g_whole_, smooth_whole_;
     StageRegularization regularization_;
+    StageSmoothing smoothing_;
 };
 
 }  // namespace
