@@ -33,6 +33,7 @@
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
+#include "stage_regularization.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -282,6 +283,74 @@ TEST(Regularization, HessianVectorProductsAreExact) {
     tikhonov(minus, dx, dz, gm);
     for (std::size_t i = 0; i < q.size(); ++i)
         EXPECT_NEAR((gp.data()[i] - gm.data()[i]) / 2e-3, hv.data()[i], 1e-8 * std::abs(hv.data()[i]) + 1e-6) << i;
+}
+
+/// A stage's regularisation in its optimisation variables (eps_r = s_eps w x,
+/// sigma = sigma_ref exp(s_sig w x); masked nodes fixed): the gradient it adds
+/// is that of its value, and its Hessian products those of the gradient
+/// (central differences along a random direction, both parameters, both
+/// terms, weights below 1 and masked nodes).
+TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
+    const Grid g{31, 24, 0.05, 0.04};
+    const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
+    InversionSpec spec;
+    spec.regularize_eps_r = {0.3, 0.7, 0.5};
+    spec.regularize_sigma = {0.0, 0.5, 0.2};
+    const std::vector<int> params{0, 1};
+    std::vector<double> weight(n);
+    std::vector<char> masked(n);
+    const auto r = random_vector(3 * n, 11);
+    for (std::size_t i = 0; i < n; ++i) {
+        masked[i] = i % 17 == 0;
+        weight[i] = masked[i] ? 0.0 : 0.6 + 0.4 / (1 + r[i] * r[i]);
+    }
+    const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004};
+    Model base = Model::uniform(g, 7.0, 0.004);
+    std::vector<double> x(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        x[i] = (7.0 + 2.0 * r[n + i]) / (v.s_eps * std::max(weight[i], 1e-3));
+        x[n + i] = 0.8 * r[2 * n + i] / (v.s_sig * std::max(weight[i], 1e-3));
+    }
+    auto model = [&](const std::vector<double>& at) {
+        Model m = base;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!masked[i]) {
+                m.eps_r.data()[i] = v.s_eps * weight[i] * at[i];
+                m.sigma.data()[i] = v.sigma_ref * std::exp(v.s_sig * weight[i] * at[n + i]);
+            }
+        return m;
+    };
+    const StageRegularization reg(spec);
+    auto gradient = [&](const std::vector<double>& at) {
+        std::vector<double> gx(2 * n, 0.0);
+        reg.value(model(at), v, gx.data());
+        return gx;
+    };
+    const std::vector<double> gx = gradient(x);
+    std::vector<double> d = random_vector(2 * n, 12);
+    for (std::size_t i = 0; i < n; ++i)
+        if (masked[i]) d[i] = d[n + i] = 0;
+    const double h = 1e-5;
+    std::vector<double> plus = x, minus = x;
+    for (std::size_t i = 0; i < 2 * n; ++i) {
+        plus[i] += h * d[i];
+        minus[i] -= h * d[i];
+    }
+    double gd = 0;
+    for (std::size_t i = 0; i < 2 * n; ++i) gd += gx[i] * d[i];
+    const double fd = (reg.value(model(plus), v, nullptr) - reg.value(model(minus), v, nullptr)) / (2 * h);
+    EXPECT_NEAR(fd, gd, 1e-7 * std::abs(gd)) << "gradient along d";
+    std::vector<double> hd(2 * n, 0.0);
+    reg.hessian(model(x), v, d.data(), hd.data());
+    const std::vector<double> gp = gradient(plus), gm = gradient(minus);
+    double err = 0, norm = 0;
+    for (std::size_t i = 0; i < 2 * n; ++i) {
+        const double c = (gp[i] - gm[i]) / (2 * h);
+        err += (c - hd[i]) * (c - hd[i]);
+        norm += hd[i] * hd[i];
+    }
+    EXPECT_GT(norm, 0.0);
+    EXPECT_LT(std::sqrt(err / norm), 1e-6) << "Hessian along d";
 }
 
 /// The regularisers and the updates' smoothing run on all threads; what they
