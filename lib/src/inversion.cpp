@@ -194,10 +194,10 @@ public:
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
              const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
-          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()), writer_(writer),
-          regularization_(spec), smoothing_(spec, stage, model.grid, active_parameters(stage)) {
+          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()),
+          params_(active_parameters(stage)), writer_(writer), regularization_(spec),
+          smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
-        params_ = active_parameters(stage);
         // per-node weight of the update: 0 in the mask, the taper near sources and receivers
         weight_.resize(n_);
         const Grid& g = model.grid;

@@ -9,8 +9,8 @@
 namespace gprfwi {
 
 StageSmoothing::StageSmoothing(const InversionSpec& spec, const StageSpec& stage, const Grid& grid,
-                               std::vector<int> params)
-    : spec_(spec), stage_(stage), grid_(grid), params_(std::move(params)) {}
+                               const std::vector<int>& params)
+    : spec_(spec), stage_(stage), grid_(grid), params_(params) {}
 
 double StageSmoothing::length(int p) const {
     const double stage = p == 0 ? stage_.smoothing_m : stage_.smoothing_sigma_m;

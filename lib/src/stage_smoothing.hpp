@@ -18,7 +18,8 @@ public:
     /// The stage's lengths (a stage's own, else the campaign's) for its
     /// active parameters `params` (0: eps_r, 1: sigma; one block of nodes of
     /// `grid` each in the vectors below).
-    StageSmoothing(const InversionSpec& spec, const StageSpec& stage, const Grid& grid, std::vector<int> params);
+    /// (params must outlive this.)
+    StageSmoothing(const InversionSpec& spec, const StageSpec& stage, const Grid& grid, const std::vector<int>& params);
 
     /// The standard deviation of parameter p's smoothing, m.
     double length(int p) const;
@@ -40,7 +41,7 @@ private:
     const InversionSpec& spec_;
     const StageSpec& stage_;
     Grid grid_;
-    std::vector<int> params_;
+    const std::vector<int>& params_;
     double gamma_ = 1.0;
     std::vector<double> last_x_, last_g_;
 };
