@@ -91,11 +91,6 @@ void run_hessian(const SecondOrderArgs& a) {
     const ModelDirection v = read_direction(a.direction, c.grid);
     const HessianKind kind = a.gauss_newton ? HessianKind::gauss_newton : HessianKind::full;
     PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
-    if (kind == HessianKind::full && opt.backend == BackendKind::automatic) {
-        // the CUDA backend has Gauss-Newton products only (Engine::second_order_adjoint)
-        opt.backend = BackendKind::cpu;
-        spdlog::info("full Hessian-vector products run on the CPU backend (the CUDA backend has Gauss-Newton ones)");
-    }
     opt.progress = make_progress_display();
     DistributedRunner runner(survey, opt, c.shots_per_batch);
     std::unique_ptr<BandLimitedMisfit> misfit;  // L2, full band, as `gradient`

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
@@ -561,8 +562,10 @@ std::string blowup_message(int shots, int bad, int shot_groups) {
 // adjoint are the CPU's operations in the CPU's order, so Born traces and
 // products are bitwise equal, for every storage of the levels, shot groups,
 // and calls that alternate with gradients on the same workspace. Full
-// products are the CPU's alone for now: the GPU refuses them.
-TEST(CudaBackend, BornAndGaussNewtonProductsMatchTheCpuBitwise) {
+// products too (the second-order adjoint's passes and imaging sums are the
+// CPU's), where both runs' levels are all kept on the device: with
+// checkpoints (on both backends) and host levels (on the GPU) they are refused.
+TEST(CudaBackend, BornAndHessianProductsMatchTheCpuBitwise) {
     GPRFWI_SKIP_WITHOUT_GPU();
     struct Case {
         const char* name;
@@ -626,9 +629,36 @@ TEST(CudaBackend, BornAndGaussNewtonProductsMatchTheCpuBitwise) {
             const GradientResult gg = gpu->gradient(model, survey, observed), gc = cpu.gradient(model, survey, observed);
             EXPECT_EQ(gg.grad_eps_r.values(), gc.grad_eps_r.values()) << what << ": a gradient after Born runs";
         }
-        if (c.checkpoint_steps == 0 && c.binomial_slots == 0) {
-            EXPECT_THROW(gpu->hessian(model, survey, misfit, v, HessianKind::full), NotCompiled) << c.name;
+        // full products: the second-order adjoint reads every level of both runs, on the device
+        if (c.checkpoint_steps || c.binomial_slots) {
+            EXPECT_THROW(cpu.hessian(model, survey, misfit, v, HessianKind::full), InvalidArgument) << c.name;
+            EXPECT_THROW(gpu->hessian(model, survey, misfit, v, HessianKind::full), InvalidArgument) << c.name;
+            continue;
         }
+        if (c.storage == kHost) {
+            EXPECT_THROW(gpu->hessian(model, survey, misfit, v, HessianKind::full), InvalidArgument) << c.name;
+            continue;
+        }
+        for (const ModelDirection& d : {v, test::smooth_direction(g, 0.3, 0.006, 9)}) {  // the second from kept levels
+            const HessianResult hc = cpu.hessian(model, survey, misfit, d, HessianKind::full);
+            const HessianResult hg = gpu->hessian(model, survey, misfit, d, HessianKind::full);
+            std::printf("Full Hessian, %s: Hv eps_r %.2e, sigma %.2e\n", c.name,
+                        max_relative(hg.hv_eps_r.values(), hc.hv_eps_r.values()),
+                        max_relative(hg.hv_sigma.values(), hc.hv_sigma.values()));
+            const auto& hv = hc.hv_eps_r.values();
+            ASSERT_TRUE(std::any_of(hv.begin(), hv.end(), [](double a) { return a != 0; })) << c.name;
+            EXPECT_EQ(flatten(hg.born), flatten(hc.born)) << c.name;
+            EXPECT_EQ(hg.misfit, hc.misfit) << c.name;
+            EXPECT_EQ(hg.hv_eps_r.values(), hc.hv_eps_r.values()) << c.name << ", full product";
+            EXPECT_EQ(hg.hv_sigma.values(), hc.hv_sigma.values()) << c.name << ", full product";
+        }
+        EXPECT_EQ(gpu->last_timings().background_kept, c.compression == kNone) << c.name;
+        // and the Gauss-Newton product and the gradient after them, on the same workspace
+        const HessianResult nc = cpu.hessian(model, survey, misfit, v, HessianKind::gauss_newton);
+        const HessianResult ng = gpu->hessian(model, survey, misfit, v, HessianKind::gauss_newton);
+        EXPECT_EQ(ng.hv_eps_r.values(), nc.hv_eps_r.values()) << c.name << ", Gauss-Newton after full";
+        const GradientResult gg = gpu->gradient(model, survey, observed), gc = cpu.gradient(model, survey, observed);
+        EXPECT_EQ(gg.grad_eps_r.values(), gc.grad_eps_r.values()) << c.name << ": a gradient after full products";
     }
 }
 

@@ -552,6 +552,7 @@ public:
     void prepare(bool keep_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         levels_kept_ = false;
+        born_kept_ = false;
         const k::GridParams<T> g = grid_params<T>(s_);
         if (g.nx != g_.nx || g.nz != g_.nz || g.stride != g_.stride) release();  // another grid: nothing to reuse
         g_ = g;
@@ -586,9 +587,13 @@ public:
         pinned_.release();
         for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
         for (auto* f : {&born_[0], &born_[1]}) f->release();
-        for (auto* a : {&dca_, &dcb_over_cb_}) a->release();
+        for (auto* a : {&dca_, &dcb_over_cb_, &dcb_}) a->release();
         born_traces_.release();
         born_traces_host_.release();
+        dlevels_.release();
+        for (auto* a : {&dscales_, &dg_prev_, &dg_next_}) a->release();
+        for (auto* a : {&dg_prev_host_, &dg_next_host_}) a->release();
+        born_kept_ = false;
         coefs_pageable_ = {};
         coefs_pinned_.release();
         levels_ready_ = false;
@@ -651,12 +656,20 @@ public:
 
     BornTraces born(const CoefficientPerturbation& p, BornLevels keep, bool from_levels) override {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
-        if (keep == BornLevels::both)
-            throw NotCompiled("the CUDA backend has no second-order adjoint yet: full Hessian-vector products run on "
-                              "backend cpu (Gauss-Newton products run on both)");
+        const bool keep_d = keep == BornLevels::both;
+        born_kept_ = false;
+        if (keep_d && (s_.checkpoint_steps || s_.binomial_slots))
+            throw InvalidArgument("second-order adjoint runs read every kept level: snapshots.checkpoint_steps and "
+                                  "snapshots.binomial_slots are not available for them");
+        if (keep_d && host_levels_)
+            throw InvalidArgument(
+                "full Hessian-vector products on the CUDA backend keep the background's and the perturbation's "
+                "levels on the device: snapshots.storage host or disk (or automatic, where the levels do not fit "
+                "on the device) is not available for them; set snapshots.storage: device (a larger "
+                "snapshots.interval keeps fewer levels), or use backend cpu");
         if (from_levels && !levels_exact())
             throw Error("CudaEngine::born from kept levels needs every level of a forward run, uncompressed, on the device");
-        const bool keep_levels = keep == BornLevels::background && !from_levels;
+        const bool keep_levels = keep != BornLevels::none && !from_levels;
         if (keep_levels && !levels_ready_) throw Error("CudaEngine::born with kept levels needs prepare(true)");
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
         const std::size_t n = batch_size();
@@ -672,6 +685,18 @@ public:
             born_traces_.resize(traces_.size(), bytes_);
         } catch (const DeviceAllocationFailed& e) {
             throw OutOfMemory(std::string("the Born run's fields: ") + e.what());
+        }
+        if (keep_d) {
+            try {
+                dcb_.upload(convert<T>(p.dcb), bytes_, stream_);
+                dlevels_.resize(static_cast<std::size_t>(n_levels_) * n, bytes_);
+                if constexpr (kScaledStorage<Stored>) dscales_.resize(static_cast<std::size_t>(n_levels_) * g_.n_shots, bytes_);
+            } catch (const DeviceAllocationFailed& e) {
+                const double mb = static_cast<double>(n_levels_) * static_cast<double>(level_bytes()) / 1e6;
+                throw OutOfMemory("the perturbation's kept levels of a full Hessian-vector product (" +
+                                  std::to_string(static_cast<long long>(mb)) +
+                                  " MB beyond a gradient's; a larger snapshots.interval keeps fewer): " + e.what());
+            }
         }
         zero_fields();
         pairs_ = false;
@@ -702,6 +727,8 @@ public:
             k::cuda::born_step<T, ORDER>(g_, materials(), x, z, d_in, d_out, m > 0 ? &previous : nullptr,
                                          {coefs_.get(), dca_.get(), dcb_over_cb_.get(), e_in.ey, e_out.ey, d_out.ey},
                                          opt_.cuda, stream_);
+            if (keep_d)
+                if (const int j = kept_index(m + 1)) keep_level(d_out.ey, dlevel(j), dscales_for(j));
             if (check_now(m)) {
                 if (!from_levels) check_finite(e_out, m, "Ey");
                 check_finite(d_out, m, "the Born field dEy");
@@ -717,28 +744,92 @@ public:
         finish_forward(separate || kept_here || from_levels);
         out.born = download(born_traces_, born_traces_host_);
         if (stepped) out.forward = download(traces_, traces_host_);
+        born_kept_ = keep_d;
         return out;
+    }
+
+    /// The second-order adjoint: the adjoint (the gradient's, driven by
+    /// `source`) takes the gradient's fused steps (k::cuda::adjoint_step),
+    /// imaging with Ey into the first-order sums; its derivative (driven by
+    /// `d_source`) takes each pass as a launch over the grid
+    /// (k::cuda::adjoint_passes), its first pass reading the adjoint's
+    /// lambda_ey of the step, which the fused step leaves in its input buffer;
+    /// the derivative's sums per node in the CPU's order
+    /// (k::cuda::second_order_imaging). The derivative's fields are the Born
+    /// run's (its dEy lives in the kept levels by now), its source goes
+    /// through the Born traces' array.
+    SecondOrderResult second_order_adjoint(const InternalTraces& source, const InternalTraces& d_source) override {
+        if (!born_kept_)
+            throw Error("CudaEngine::second_order_adjoint needs a Born run that kept the background's and its own levels");
+        GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
+        const int nt = s_.time.nt_internal;
+        const std::size_t n = batch_size(), cells = g_.shot_stride;
+        upload_adjoint_source(source, traces_, traces_host_, "CudaEngine::second_order_adjoint");
+        upload_adjoint_source(d_source, born_traces_, born_traces_host_, "CudaEngine::second_order_adjoint");
+        try {
+            for (auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->resize(n, bytes_);
+            dg_prev_.resize(cells, bytes_);
+            dg_next_.resize(cells, bytes_);
+        } catch (const DeviceAllocationFailed& e) {
+            throw OutOfMemory(std::string("the second-order adjoint's arrays: ") + e.what());
+        }
+        const k::TmFields<T> sec = born_[0].view();
+        adjoint_[0].zero(stream_);
+        adjoint_[1].zero(stream_);
+        born_[0].zero(stream_);
+        for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
+        for (const auto* a : {&g_prev_, &g_next_, &dg_prev_, &dg_next_}) a->zero(stream_);
+        const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
+        const auto x = x_.view(), z = z_.view();
+        const double w = s_.snapshot_interval;
+        checks_ = {};
+        int adj_cur = 0;
+        if (nt > 0)  // the first step's source (each fused step adds the next one's)
+            k::cuda::inject_adjoint_sources<T>(g_, sparse_.view, traces_.get(), nt, nt - 1, adjoint_[0].ey.get(),
+                                               opt_.cuda, stream_);
+        for (int m = nt - 1; m >= 0; --m) {
+            const k::TmFields<T> adj = buffer_view(adjoint_, adj_cur), next_adj = buffer_view(adjoint_, 1 - adj_cur);
+            k::cuda::inject_adjoint_sources<T>(g_, sparse_.view, born_traces_.get(), nt, m, sec.ey, opt_.cuda, stream_);
+            const int j_prev = kept_index(m), j_next = kept_index(m + 1);
+            const Stored* prev = level_for_reading(j_prev);
+            const Stored* next = level_for_reading(j_next);
+            const k::ImagingView<T, Stored> e{prev, next, w, dg_prev_.get(), dg_next_.get(), scales_for(j_prev),
+                                              scales_for(j_next)};
+            const k::ImagingView<T, Stored> de{j_prev ? dlevel(j_prev) : nullptr, j_next ? dlevel(j_next) : nullptr, w,
+                                               dg_prev_.get(), dg_next_.get(), dscales_for(j_prev), dscales_for(j_next)};
+            k::cuda::second_order_imaging<T, Stored>(g_, adj.ey, sec.ey, e, de, stream_);
+            const k::ImagingView<T, Stored> img{prev, next, w, g_prev_.get(), g_next_.get(), scales_for(j_prev),
+                                                scales_for(j_next)};
+            const k::cuda::AdjointSparse sparse{sparse_.view, grad_wavelet_.get(), traces_.get(), nt, m,
+                                                frame_first_node_.get()};
+            k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, nullptr, sparse,
+                                                    opt_.cuda, stream_);
+            const k::BornCoupling<T> coupling{dca_.get(), dcb_.get(), adj.ey};  // (the step left it as it was)
+            k::cuda::adjoint_passes<T, ORDER>(g_, materials(), x, z, sec, scratch, &coupling, stream_);
+            adj_cur = 1 - adj_cur;
+            if (check_now(m)) {
+                check_finite(next_adj, m, "the adjoint field lambda_ey");
+                check_finite(sec, m, "the second-order adjoint field");
+            }
+            report_progress(opt_, "second-order adjoint", nt - m, nt);
+        }
+        for (auto [d, h] : {std::pair{&g_prev_, &g_prev_host_}, std::pair{&g_next_, &g_next_host_},
+                            std::pair{&dg_prev_, &dg_prev_host_}, std::pair{&dg_next_, &dg_next_host_}})
+            h->resize(d->size());
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        settle_checks();
+        for (auto [d, h] : {std::pair{&g_prev_, &g_prev_host_}, std::pair{&g_next_, &g_next_host_},
+                            std::pair{&dg_prev_, &dg_prev_host_}, std::pair{&dg_next_, &dg_next_host_}})
+            d->download_async(*h, stream_);
+        GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return {g_prev_host_.view(), g_next_host_.view(), dg_prev_host_.view(), dg_next_host_.view()};
     }
 
     AdjointResult adjoint(const InternalTraces& r_internal) override {
         if (!levels_kept_) throw Error("CudaEngine::adjoint needs a forward run that kept its levels");
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         const int nt = s_.time.nt_internal;
-        std::size_t row = 0;
-        for (const auto& shot : r_internal)
-            for (const auto& trace : shot) {
-                if (trace.size() != static_cast<std::size_t>(nt) || (row + 1) * nt > traces_host_.size())
-                    throw Error("CudaEngine::adjoint: the adjoint source does not match the batch's receivers");
-                std::copy(trace.begin(), trace.end(), traces_host_.get() + row * nt);
-                ++row;
-            }
-        if (row * nt != traces_host_.size())
-            throw Error("CudaEngine::adjoint: the adjoint source does not match the batch's receivers");
-        // on the engine's stream, before the steps that read it (a cudaMemcpy would run on the legacy
-        // stream, which this one does not wait for, and may return before the copy has landed); the
-        // host buffer is not written again before the stream's synchronisation at the end
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(traces_.get(), traces_host_.get(), row * nt * sizeof(double),
-                                          cudaMemcpyHostToDevice, stream_));
+        upload_adjoint_source(r_internal, traces_, traces_host_, "CudaEngine::adjoint");
         int adj_cur = 0;  // the adjoint buffer holding the current step
         // lambda_ey: the buffers' two arrays, and a third where the imaging
         // takes steps in pairs (paired_imaging): the lambda_ey of the step
@@ -1070,10 +1161,40 @@ private:
         return out;
     }
 
+    /// Copies an adjoint source (internal traces, the batch's receivers) into
+    /// `device` through `host`, on the engine's stream, before the steps that
+    /// read it (a cudaMemcpy would run on the legacy stream, which this one
+    /// does not wait for, and may return before the copy has landed); the
+    /// host buffer is not written again before the stream's synchronisation
+    /// at the end of the call.
+    void upload_adjoint_source(const InternalTraces& source, const DeviceArray<double>& device,
+                               PinnedArray<double>& host, const char* caller) {
+        const std::size_t nt = static_cast<std::size_t>(s_.time.nt_internal);
+        std::size_t row = 0;
+        for (const auto& shot : source)
+            for (const auto& trace : shot) {
+                if (trace.size() != nt || (row + 1) * nt > host.size() || (row + 1) * nt > device.size())
+                    throw Error(std::string(caller) + ": the adjoint source does not match the batch's receivers");
+                std::copy(trace.begin(), trace.end(), host.get() + row * nt);
+                ++row;
+            }
+        if (row * nt != host.size() || row * nt != device.size())
+            throw Error(std::string(caller) + ": the adjoint source does not match the batch's receivers");
+        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(device.get(), host.get(), row * nt * sizeof(double), cudaMemcpyHostToDevice,
+                                          stream_));
+    }
+
     /// Keeps the field `ey` as level j in `level` (fp8 with its per-shot scales).
-    void keep_level(const T* ey, Stored* level, int j) {
-        if constexpr (kScaledStorage<Stored>) k::cuda::keep_level_fp8<T>(g_, ey, level, scales_for(j), max_scratch_.get(), stream_);
+    void keep_level(const T* ey, Stored* level, int j) { keep_level(ey, level, scales_for(j)); }
+    void keep_level(const T* ey, Stored* level, double* scales) {
+        if constexpr (kScaledStorage<Stored>) k::cuda::keep_level_fp8<T>(g_, ey, level, scales, max_scratch_.get(), stream_);
         else k::cuda::store_level<T, Stored>(g_, ey, level, stream_);
+    }
+    /// The Born run's kept dEy level j (1..n_levels_) and its per-shot scales (fp8 only, else nullptr).
+    Stored* dlevel(int j) const { return dlevels_.get() + static_cast<std::size_t>(j - 1) * batch_size(); }
+    double* dscales_for(int j) const {
+        if (!kScaledStorage<Stored> || !j) return nullptr;
+        return dscales_.get() + static_cast<std::size_t>(j - 1) * g_.n_shots;
     }
 
     /// The 7 fields of checkpoint `seg` (checkpoint_steps mode).
@@ -1553,9 +1674,15 @@ private:
     std::array<cudaEvent_t, 2> checked_{};
     // the Born run's perturbation fields (double-buffered like fields_), coefficient perturbation and traces
     std::array<DeviceFields<T>, 2> born_;
-    DeviceArray<T> dca_, dcb_over_cb_;
-    DeviceArray<double> born_traces_;
+    DeviceArray<T> dca_, dcb_over_cb_, dcb_;  // (dcb_ for the second-order adjoint only)
+    DeviceArray<double> born_traces_;  // the Born traces; the second-order adjoint's second source
     PinnedArray<double> born_traces_host_;
+    // a full Hessian-vector product's: the Born run's kept dEy levels (like levels_) and their per-shot scales
+    // (fp8), the second-order adjoint's sums and their transfers
+    DeviceArray<Stored> dlevels_;
+    DeviceArray<double> dscales_, dg_prev_, dg_next_;
+    PinnedArray<double> dg_prev_host_, dg_next_host_;
+    bool born_kept_ = false;  // the last Born run kept both level sets (BornLevels::both)
     DeviceArray<double> scales_;                   // [kept level][shot], fp8 only
     DeviceArray<unsigned long long> max_scratch_;  // per shot, fp8 only
     int n_levels_ = 0;

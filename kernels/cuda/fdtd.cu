@@ -1617,24 +1617,34 @@ __device__ __forceinline__ void image_pack(const GridParams<T>& g, const T* __re
     if (illumination) store_pack(img.illumination + i, il, n);
 }
 
-template <typename T>
+/// Pass 1 at a pack of nodes; with COUPLED (`lin`), the second-order
+/// adjoint's pass 1 (cpu::second_order_e_prepare), which also transposes the
+/// Born scattering term.
+template <typename T, bool COUPLED = false>
 __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, const MaterialView<T>& m,
                                                        const CpmlAxis<T>& x, const CpmlAxis<T>& z,
                                                        const TmFields<T>& adj, const TmFields<T>& out,
                                                        const AdjointScratch<T>& sc, int ix0, int iz, int shot,
-                                                       bool frame) {
+                                                       bool frame, const BornCoupling<T>* lin = nullptr) {
     constexpr int N = kLanes<T>;
     const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
     const std::size_t o = i + static_cast<std::size_t>(shot) * g.shot_stride;
     const int n = g.nx - ix0;
     const Pack<T, N> ca = load_pack<N>(m.ca + i), cb = load_pack<N>(m.cb + i);
     Pack<T, N> lam = load_pack<N>(adj.ey + o);
+    Pack<T, N> dca{}, dcb{}, lam1{};
+    if constexpr (COUPLED) {
+        dca = load_pack<N>(lin->dca + i);
+        dcb = load_pack<N>(lin->dcb + i);
+        lam1 = load_pack<N>(lin->lambda_ey + o);
+    }
     // the CPML memories and profiles in the strips, loaded with the rest (as in frame_h_pack)
     auto [xp, zp, mxp, pz, xc, zb, za, zk] = load_frame_cpml<false>(g, x, z, adj.psi_hz_x, adj.psi_hx_z, o, ix0, iz);
     Pack<T, N> qx, qz;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-        const T t = cb.v[j] * lam.v[j];
+        T t = cb.v[j] * lam.v[j];
+        if constexpr (COUPLED) t += dcb.v[j] * lam1.v[j];
         qx.v[j] = t;
         qz.v[j] = -t;
         const int ix = ix0 + j;
@@ -1648,7 +1658,8 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
             qz.v[j] = -t * zk + za * mz;
             pz.v[j] = zb * mz;
         }
-        lam.v[j] = ca.v[j] * lam.v[j];
+        if constexpr (COUPLED) lam.v[j] = ca.v[j] * lam.v[j] + dca.v[j] * lam1.v[j];
+        else lam.v[j] = ca.v[j] * lam.v[j];
     }
     if (xp) store_pack(adj.psi_hz_x + o, mxp, n);
     if (zp && frame) store_pack(out.psi_hx_z + o, pz, n);  // (the marching warps store the ring's)
@@ -2142,6 +2153,66 @@ __global__ void __launch_bounds__(kStepWarps * 32)
     }
 }
 
+// The second-order adjoint's kernels: node kernels over the whole grid, one
+// thread per pack of a row and one shot (blockIdx.y), each pass its own
+// launch and in place, as the CPU runs them (the passes' frame functions with
+// the fields as both `in` and `out`), and the imaging sums of the adjoint's
+// derivative. The fused adjoint_step's tiles and marching warps have no
+// coupled pass 1 (yet): the coupled field's steps take these.
+
+template <typename T>
+__device__ __forceinline__ bool grid_pack(const GridParams<T>& g, int& ix0, int& iz) {
+    constexpr int N = kLanes<T>;
+    const int row_packs = (g.nx + N - 1) / N;
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= row_packs * g.nz) return false;
+    iz = t / row_packs;
+    ix0 = (t - iz * row_packs) * N;
+    return true;
+}
+
+template <typename T, bool COUPLED>
+__global__ void grid_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
+                                      TmFields<T> f, AdjointScratch<T> sc, BornCoupling<T> lin) {
+    int ix0, iz;
+    if (grid_pack(g, ix0, iz))
+        adjoint_e_prepare_pack<T, COUPLED>(g, m, x, z, f, f, sc, ix0, iz, blockIdx.y, true, &lin);
+}
+
+template <typename T, int ORDER>
+__global__ void grid_h_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z, TmFields<T> f,
+                              AdjointScratch<T> sc) {
+    int ix0, iz;
+    if (grid_pack(g, ix0, iz)) adjoint_h_pack<T, ORDER>(g, m, x, z, f, f, sc, ix0, iz, blockIdx.y, true);
+}
+
+template <typename T, int ORDER>
+__global__ void grid_e_finish_kernel(GridParams<T> g, TmFields<T> f, AdjointScratch<T> sc) {
+    int ix0, iz;
+    if (grid_pack(g, ix0, iz)) adjoint_e_finish_pack<T, ORDER>(g, f, sc, ix0, iz, blockIdx.y, AdjointSparse{}, -1);
+}
+
+/// The derivative's imaging sums of cpu::second_order_adjoint at a pack of
+/// nodes, each node's shots in order: dlambda with Ey (e's levels), then
+/// lambda with dEy (de's), into e's accumulators.
+template <typename T, typename Stored>
+__global__ void second_order_imaging_kernel(GridParams<T> g, const T* __restrict__ lambda_ey,
+                                            const T* __restrict__ dlambda_ey, ImagingView<T, Stored> e,
+                                            ImagingView<T, Stored> de) {
+    constexpr int N = kLanes<T>;
+    int ix0, iz;
+    if (!grid_pack(g, ix0, iz)) return;
+    const std::size_t i = g.origin + static_cast<std::size_t>(iz) * g.stride + ix0;
+    const int n = g.nx - ix0;
+    Pack<double, N> gp{}, gn{}, il{};
+    if (e.ey_prev) gp = load_pack<N>(e.g_ey_prev + i);
+    if (e.ey_next) gn = load_pack<N>(e.g_ey_next + i);
+    image_shots(g, dlambda_ey, e, false, i, gp, gn, il);
+    image_shots(g, lambda_ey, de, false, i, gp, gn, il);
+    if (e.ey_prev) store_pack(e.g_ey_prev + i, gp, n);
+    if (e.ey_next) store_pack(e.g_ey_next + i, gn, n);
+}
+
 /// zero_halos: shot array c (blockIdx.y, then every gridDim.y) at base + c *
 /// shot_stride; its halo values in order: those before node (0, 0), the
 /// stride - nx after each row but the last (its right and the next row's
@@ -2459,6 +2530,41 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
                       out, s, sparse);
 }
 
+template <typename T>
+dim3 grid_packs_blocks(const GridParams<T>& g, int threads) {
+    constexpr int N = kLanes<T>;
+    return dim3(blocks_for(static_cast<std::size_t>((g.nx + N - 1) / N) * g.nz, threads), g.n_shots);
+}
+
+template <typename T, int ORDER>
+void adjoint_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                    const TmFields<T>& f, const AdjointScratch<T>& s, const BornCoupling<T>* coupling,
+                    Stream stream) {
+    constexpr int kThreads = 256;
+    const dim3 blocks = grid_packs_blocks(g, kThreads);
+    if (coupling)
+        grid_e_prepare_kernel<T, true><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s, *coupling);
+    else
+        grid_e_prepare_kernel<T, false><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s, BornCoupling<T>{});
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    grid_h_kernel<T, ORDER><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+    grid_e_finish_kernel<T, ORDER><<<blocks, kThreads, 0, stream>>>(g, f, s);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, typename Stored>
+void second_order_imaging(const GridParams<T>& g, const T* lambda_ey, const T* dlambda_ey,
+                          const ImagingView<T, Stored>& e, const ImagingView<T, Stored>& de, Stream stream) {
+    if (!has_levels(e)) return;
+    if ((e.ey_prev != nullptr) != (de.ey_prev != nullptr) || (e.ey_next != nullptr) != (de.ey_next != nullptr))
+        throw std::logic_error("second_order_imaging: the levels of Ey and dEy are not of the same steps");
+    constexpr int kThreads = 256;
+    second_order_imaging_kernel<T, Stored>
+        <<<grid_packs_blocks(g, kThreads), kThreads, 0, stream>>>(g, lambda_ey, dlambda_ey, e, de);
+    GPRFWI_CUDA_CHECK(cudaGetLastError());
+}
+
 template <typename T, int ORDER>
 bool adjoint_uses_scratch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlAxis<T>& z) {
     return strip_tiles<T, ORDER>(g, adjoint_march<T, ORDER>(g, x, z)).own == 0;
@@ -2562,6 +2668,9 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, const CudaTuning&, Stream);       \
+    template void adjoint_passes<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,     \
+                                           const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,    \
+                                           const BornCoupling<T>*, Stream);                                      \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, T) GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Bf16)                           \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Fp8)
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \
@@ -2577,6 +2686,12 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
                                             T*, const CudaTuning&, Stream);                                         \
     template void keep_level_fp8<T>(const GridParams<T>&, const T*, Fp8*, double*, unsigned long long*, Stream);   \
     template void zero_halos<T>(const GridParams<T>&, void*, int, std::size_t, Stream);                             \
+    template void second_order_imaging<T, T>(const GridParams<T>&, const T*, const T*, const ImagingView<T, T>&,   \
+                                             const ImagingView<T, T>&, Stream);                                   \
+    template void second_order_imaging<T, Bf16>(const GridParams<T>&, const T*, const T*,                         \
+                                                const ImagingView<T, Bf16>&, const ImagingView<T, Bf16>&, Stream); \
+    template void second_order_imaging<T, Fp8>(const GridParams<T>&, const T*, const T*,                          \
+                                               const ImagingView<T, Fp8>&, const ImagingView<T, Fp8>&, Stream);   \
     template void store_level<T, T>(const GridParams<T>&, const T*, T*, Stream);                                    \
     template void store_level<T, Bf16>(const GridParams<T>&, const T*, Bf16*, Stream);                              \
     template void flag_non_finite<T>(const GridParams<T>&, const TmFields<T>&, int*, int, const CudaTuning&, Stream);

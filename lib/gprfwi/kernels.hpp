@@ -359,6 +359,23 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
                   const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
                   const AdjointSparse& sparse, const CudaTuning& tuning, Stream stream);
 
+/// One adjoint step's passes in place, as the CPU runs them:
+/// cpu::adjoint_e_prepare (cpu::second_order_e_prepare with `coupling`),
+/// adjoint_h and adjoint_e_finish, each a launch over the whole grid. `s`
+/// (q and p, zero halos) is written and read in full. The second-order
+/// adjoint's steps; the gradient's take the fused adjoint_step.
+template <typename T, int ORDER>
+void adjoint_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
+                    const TmFields<T>& f, const AdjointScratch<T>& s, const BornCoupling<T>* coupling, Stream stream);
+
+/// The second-order adjoint's derivative sums at one step, per node in the
+/// CPU's order (cpu's second and third imaging_condition calls): dlambda_ey
+/// with e's levels (Ey), then lambda_ey with de's (dEy, of the same steps),
+/// into e's accumulators. Nothing where e has no level.
+template <typename T, typename Stored>
+void second_order_imaging(const GridParams<T>& g, const T* lambda_ey, const T* dlambda_ey,
+                          const ImagingView<T, Stored>& e, const ImagingView<T, Stored>& de, Stream stream);
+
 /// Whether adjoint_step<T, ORDER> uses the scratch arrays q and p and the
 /// map of frame receiver nodes (AdjointSparse::frame_first_node): only when
 /// its x strips are too wide for its tiles. Reads only the axes' strips.
