@@ -34,6 +34,7 @@
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
 #include "stage_regularization.hpp"
+#include "stage_variables.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -304,7 +305,7 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
         masked[i] = i % 17 == 0;
         weight[i] = masked[i] ? 0.0 : 0.6 + 0.4 / (1 + r[i] * r[i]);
     }
-    const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004};
+    const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004, 1e-9, 1e9, 1e-30, 1e30};  // (no bound reached)
     Model base = Model::uniform(g, 7.0, 0.004);
     std::vector<double> x(2 * n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -313,11 +314,7 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
     }
     auto model = [&](const std::vector<double>& at) {
         Model m = base;
-        for (std::size_t i = 0; i < n; ++i)
-            if (!masked[i]) {
-                m.eps_r.data()[i] = v.s_eps * weight[i] * at[i];
-                m.sigma.data()[i] = v.sigma_ref * std::exp(v.s_sig * weight[i] * at[n + i]);
-            }
+        v.model_from_x(at.data(), m);
         return m;
     };
     const StageRegularization reg(spec);
@@ -351,6 +348,147 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
     }
     EXPECT_GT(norm, 0.0);
     EXPECT_LT(std::sqrt(err / norm), 1e-6) << "Hessian along d";
+}
+
+/// A stage's change of variables (eps_r = s_eps w x, sigma = sigma_ref
+/// exp(s_sig w x); masked nodes fixed): x from a model and back gives the
+/// model; the model's direction along v, the gradient in x and the Hessian
+/// in x (with the exponential's curvature) are those of central differences
+/// through model_from_x, for J = sum a eps_r + b sigma + c sigma^2.
+TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
+    const Grid g{23, 17, 0.05, 0.04};
+    const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
+    const std::vector<int> params{0, 1};
+    std::vector<double> weight(n);
+    std::vector<char> masked(n);
+    const auto r = random_vector(6 * n, 21);
+    for (std::size_t i = 0; i < n; ++i) {
+        masked[i] = i % 13 == 0;
+        weight[i] = masked[i] ? 0.0 : 0.5 + 0.5 / (1 + r[i] * r[i]);
+    }
+    const StageVariables v{params, weight, masked, 0.4, 0.3, 6.0, 0.005, 1.0, 30.0, 1e-4, 0.1};
+    Model m = Model::uniform(g, 6.0, 0.005), base = m;
+    for (std::size_t i = 0; i < n; ++i) {
+        m.eps_r.data()[i] = 6.0 + std::tanh(r[n + i]);
+        m.sigma.data()[i] = 0.005 * std::exp(0.5 * std::tanh(r[2 * n + i]));
+        base.eps_r.data()[i] = 3.0;
+        base.sigma.data()[i] = 0.002;
+    }
+    std::vector<double> x(2 * n), lo(2 * n), hi(2 * n);
+    for (std::size_t j = 0; j < 2 * n; ++j) v.entry_of(m, j, x[j], lo[j], hi[j]);
+    Model back = Model::uniform(g, 1.0, 1.0);
+    v.model_from_x(x.data(), back, &base);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (masked[i]) {
+            EXPECT_EQ(back.eps_r.data()[i], 3.0) << i;
+            EXPECT_EQ(back.sigma.data()[i], 0.002) << i;
+            EXPECT_EQ(x[i], 0.0);
+            continue;
+        }
+        EXPECT_NEAR(back.eps_r.data()[i], m.eps_r.data()[i], 1e-14 * m.eps_r.data()[i]) << i;
+        EXPECT_NEAR(back.sigma.data()[i], m.sigma.data()[i], 1e-13 * m.sigma.data()[i]) << i;
+        EXPECT_LT(lo[i], x[i]);
+        EXPECT_LT(x[i], hi[i]);
+    }
+    // J = sum a eps_r + b sigma + c sigma^2 and its model-space derivatives
+    Array2D a(g.nz, g.nx), b(g.nz, g.nx);
+    for (std::size_t i = 0; i < n; ++i) {
+        a.data()[i] = r[3 * n + i];
+        b.data()[i] = 100 * r[4 * n + i];
+    }
+    const double c = 3000, j0 = 2.5;
+    auto at = [&](const std::vector<double>& y) {
+        Model t = base;
+        v.model_from_x(y.data(), t, &base);
+        return t;
+    };
+    auto objective = [&](const Model& t) {
+        double j = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            j += a.data()[i] * t.eps_r.data()[i] + b.data()[i] * t.sigma.data()[i] + c * std::pow(t.sigma.data()[i], 2);
+        return j;
+    };
+    auto gradient = [&](const std::vector<double>& y) {
+        const Model t = at(y);
+        Array2D gs(g.nz, g.nx);
+        for (std::size_t i = 0; i < n; ++i) gs.data()[i] = b.data()[i] + 2 * c * t.sigma.data()[i];
+        std::vector<double> gx(2 * n);
+        v.gradient_to_x(a, gs, t, j0, gx.data());
+        return std::pair{gx, gs};
+    };
+    std::vector<double> d = random_vector(2 * n, 22);
+    for (std::size_t i = 0; i < n; ++i)
+        if (masked[i]) d[i] = d[n + i] = 0;
+    const double h = 1e-5;
+    std::vector<double> plus = x, minus = x;
+    for (std::size_t j = 0; j < 2 * n; ++j) {
+        plus[j] += h * d[j];
+        minus[j] -= h * d[j];
+    }
+    const Model t = at(x), tp = at(plus), tm = at(minus);
+    Array2D ve(g.nz, g.nx), vs(g.nz, g.nx);
+    v.direction_to_model(d.data(), t, ve, vs);
+    for (std::size_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(ve.data()[i], (tp.eps_r.data()[i] - tm.eps_r.data()[i]) / (2 * h), 1e-8) << i;
+        EXPECT_NEAR(vs.data()[i], (tp.sigma.data()[i] - tm.sigma.data()[i]) / (2 * h), 1e-10) << i;
+    }
+    const auto [gx, gs] = gradient(x);
+    double gd = 0;
+    for (std::size_t j = 0; j < 2 * n; ++j) gd += gx[j] * d[j];
+    EXPECT_NEAR(gd, (objective(tp) - objective(tm)) / (2 * h) / j0, 1e-7 * std::abs(gd)) << "gradient along d";
+    // the model-space Hessian product along (ve, vs): 0 for eps_r, 2 c vs for sigma
+    Array2D he(g.nz, g.nx), hs(g.nz, g.nx);
+    for (std::size_t i = 0; i < n; ++i) hs.data()[i] = 2 * c * vs.data()[i];
+    std::vector<double> hd(2 * n), gauss_newton(2 * n);
+    v.hessian_to_x(he, hs, t, j0, d.data(), &gs, hd.data());
+    v.hessian_to_x(he, hs, t, j0, d.data(), nullptr, gauss_newton.data());
+    const auto gp = gradient(plus).first, gm = gradient(minus).first;
+    double err = 0, norm = 0, gn_err = 0;
+    for (std::size_t j = 0; j < 2 * n; ++j) {
+        const double cd = (gp[j] - gm[j]) / (2 * h);
+        err += (cd - hd[j]) * (cd - hd[j]);
+        gn_err += (cd - gauss_newton[j]) * (cd - gauss_newton[j]);
+        norm += hd[j] * hd[j];
+    }
+    EXPECT_GT(norm, 0.0);
+    EXPECT_LT(std::sqrt(err / norm), 1e-7) << "Hessian along d";
+    EXPECT_GT(std::sqrt(gn_err / norm), 1e-3) << "without the exponential's curvature the product is another";
+}
+
+/// A stage's update weights: sin^2(pi d / 2 r) within the taper's radius of
+/// each antenna (the least where two reach; an antenna twice counts once), 0
+/// in the mask and at the edges (fix_edges), 1 elsewhere.
+TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
+    const Grid g{40, 30, 0.1, 0.1};
+    InversionSpec spec;
+    spec.taper_radius_m = 0.25;
+    spec.taper_points = {{1.0, 1.0}, {1.2, 1.0}, {1.0, 1.0}, {3.05, 2.0}};
+    ModelRegion air;
+    air.kind = ModelRegion::Kind::layer;
+    air.top = -1;
+    air.bottom = 0.35;  // rows 0-3
+    spec.mask = {air};
+    spec.fix_edges = true;
+    const std::vector<double> w = update_weights(spec, g);
+    ASSERT_EQ(w.size(), static_cast<std::size_t>(g.nx * g.nz));
+    auto at = [&](int ix, int iz) { return w[static_cast<std::size_t>(iz) * g.nx + ix]; };
+    auto taper = [&](double d) { return d < 0.25 ? std::pow(std::sin(0.5 * M_PI * d / 0.25), 2) : 1.0; };
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) {
+            double expected = 1;
+            if (iz <= 3 || ix == 0 || ix == g.nx - 1 || iz == g.nz - 1) expected = 0;
+            for (const Position& p : spec.taper_points)
+                expected = std::min(expected, taper(std::hypot(ix * g.dx - p.x, iz * g.dz - p.z)));
+            EXPECT_NEAR(at(ix, iz), expected, 1e-15) << ix << ", " << iz;
+        }
+    EXPECT_EQ(at(10, 10), 0.0);                 // on an antenna
+    EXPECT_GT(at(11, 10), 0.0);                 // between the two antennas of row 10: the nearer's
+    EXPECT_LT(at(11, 10), taper(0.1) + 1e-15);
+    EXPECT_NEAR(at(30, 20), taper(0.05), 1e-15);  // an antenna between nodes
+    spec.fix_edges = false;
+    spec.mask.clear();
+    spec.taper_radius_m = 0;
+    for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
 }
 
 /// The regularisers and the updates' smoothing run on all threads; what they

@@ -198,39 +198,10 @@ public:
           params_(active_parameters(stage)), writer_(writer), regularization_(spec),
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
-        // per-node weight of the update: 0 in the mask, the taper near sources and receivers
-        weight_.resize(n_);
-        const Grid& g = model.grid;
-        const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
-        // every antenna once (shots share them), and each only over the nodes within its radius
-        std::vector<Position> tapered = spec.taper_radius_m > 0 ? spec.taper_points : std::vector<Position>{};
-        std::sort(tapered.begin(), tapered.end(), [](const Position& a, const Position& b) { return std::tie(a.x, a.z) < std::tie(b.x, b.z); });
-        tapered.erase(std::unique(tapered.begin(), tapered.end()), tapered.end());
-        const double radius = spec.taper_radius_m;
-#pragma omp parallel for schedule(static)
-        for (int iz = 0; iz < g.nz; ++iz) {
-            for (int ix = 0; ix < g.nx; ++ix) {
-                double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
-                w = 1;
-                // an edge node also sets the CPML strip beyond it (the model is extended into the
-                // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
-                if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
-                if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
-            }
-            for (const Position& p : tapered) {
-                if (std::abs(iz * g.dz - p.z) >= radius) continue;
-                const int from = std::max(0, static_cast<int>(std::floor((p.x - radius) / g.dx)));
-                const int to = std::min(g.nx - 1, static_cast<int>(std::ceil((p.x + radius) / g.dx)));
-                for (int ix = from; ix <= to; ++ix) {
-                    const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
-                    double& w = weight_[static_cast<std::size_t>(iz) * g.nx + ix];
-                    if (d < radius) w = std::min(w, std::pow(std::sin(0.5 * M_PI * d / radius), 2));
-                }
-            }
-        }
+        weight_ = update_weights(spec, model.grid);
         masked_.resize(n_);
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n_; ++i) masked_[i] = weight_[i] < 1e-3 ? 1 : 0;
+        for (std::size_t i = 0; i < n_; ++i) masked_[i] = weight_[i] < kMaskedWeight ? 1 : 0;
     }
 
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
@@ -410,34 +381,6 @@ private:
                      r.error_eps_r >= 0 ? fmt::format("; model error eps_r {:.4f}, sigma {:.4f}", r.error_eps_r, r.error_sigma) : "");
     }
 
-    // --- mapping between the TAO vector and the model ---
-    // eps_r = s_eps w_i x_i and ln(sigma / sigma_ref) = s_sig w_i x_i: w_i (the
-    // taper) scales each node's step; masked nodes stay where they are
-    double x_of_eps(double e, std::size_t i) const { return e / (s_eps_ * weight_[i]); }
-    double x_of_sigma(double s, std::size_t i) const { return std::log(s / sigma_ref_) / (s_sig_ * weight_[i]); }
-
-    /// The active parameters of m from x; their masked nodes keep m's values,
-    /// or take base's where given.
-    void model_from_x(const double* x, Model& m, const Model* base = nullptr) const {
-        for (std::size_t k = 0; k < params_.size(); ++k) {
-            const double* xp = x + k * n_;
-            Array2D& to = params_[k] == 0 ? m.eps_r : m.sigma;
-            const double* from = base ? (params_[k] == 0 ? base->eps_r : base->sigma).data() : nullptr;
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) {
-                if (masked_[i]) {
-                    if (from) to.data()[i] = from[i];
-                    continue;
-                }
-                // clamped: a bound mapped to x and back may miss it by a rounding
-                if (params_[k] == 0)
-                    to.data()[i] = std::clamp(s_eps_ * weight_[i] * xp[i], spec_.eps_r_min, spec_.eps_r_max);
-                else
-                    to.data()[i] = std::clamp(sigma_ref_ * std::exp(s_sig_ * weight_[i] * xp[i]), spec_.sigma_min, spec_.sigma_max);
-            }
-        }
-    }
-
     /// The model at x, in trial_ (its memory reused from one evaluation to
     /// the next): the stage's model with the active parameters from x. Only
     /// eps_r and sigma change within a stage; mu_r and the grid are copied once.
@@ -453,12 +396,15 @@ private:
         else copy_parallel(model_.eps_r, m.eps_r);
         if (active(1)) reshape(m.sigma, model_.grid.nz, model_.grid.nx);
         else copy_parallel(model_.sigma, m.sigma);
-        model_from_x(x, m, &model_);
+        variables().model_from_x(x, m, &model_);
         return m;
     }
 
-    /// The change of variables, as the regularisation reads it.
-    StageVariables variables() const { return {params_, weight_, masked_, s_eps_, s_sig_, eps_ref_, sigma_ref_}; }
+    /// The change of variables between TAO's vector and the model (stage_variables.hpp).
+    StageVariables variables() const {
+        return {params_, weight_, masked_, s_eps_, s_sig_, eps_ref_, sigma_ref_,
+                spec_.eps_r_min, spec_.eps_r_max, spec_.sigma_min, spec_.sigma_max};
+    }
 
     /// Hv = d2f/dx2 v at x (hessian_x_): the data term's Hessian through the
     /// objective (the model's map x -> (eps_r, sigma) is linear in eps_r and
@@ -468,14 +414,9 @@ private:
     void hessian_product(const double* v, double* out) {
         const Model& m = trial_model(hessian_x_.data());
         const Grid& g = m.grid;
+        const StageVariables vars = variables();
         Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
-        for (std::size_t k = 0; k < params_.size(); ++k)
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) {
-                if (masked_[i]) continue;
-                if (params_[k] == 0) ve.data()[i] = s_eps_ * weight_[i] * v[k * n_ + i];
-                else vs.data()[i] = m.sigma.data()[i] * s_sig_ * weight_[i] * v[k * n_ + i];
-            }
+        vars.direction_to_model(v, m, ve, vs);
         const bool full = method_ == InversionMethod::newton;
         {
             const ScopeTimer timer(times_.evaluations);
@@ -483,22 +424,8 @@ private:
         }
         ++products_;
         if (full) physical(m);  // (TAO's gradient at x: cached)
-        const Array2D& gs = cache_gs_;
-        for (std::size_t k = 0; k < params_.size(); ++k)
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i) {
-                double& o = out[k * n_ + i];
-                if (masked_[i]) {
-                    o = 0;
-                } else if (params_[k] == 0) {
-                    o = weight_[i] * s_eps_ * he.data()[i] / j0_;
-                } else {
-                    const double ds_dx = m.sigma.data()[i] * s_sig_ * weight_[i];
-                    o = ds_dx * hs.data()[i] / j0_;
-                    if (full) o += gs.data()[i] * ds_dx * s_sig_ * weight_[i] * v[k * n_ + i] / j0_;
-                }
-            }
-        regularization_.hessian(m, variables(), v, out);
+        vars.hessian_to_x(he, hs, m, j0_, v, full ? &cache_gs_ : nullptr, out);
+        regularization_.hessian(m, vars, v, out);
     }
 
     static PetscErrorCode form_hessian(Tao, Vec x, Mat, Mat, void* ctx) {
@@ -560,14 +487,9 @@ private:
     double objective(const double* x, double* gx) {
         const Model& m = trial_model(x);
         const double j = physical(m);
-        const Array2D &ge = cache_ge_, &gs = cache_gs_;
-        for (std::size_t k = 0; k < params_.size(); ++k)
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n_; ++i)
-                gx[k * n_ + i] = masked_[i] ? 0.0
-                                            : weight_[i] * (params_[k] == 0 ? ge.data()[i] / j0_ * s_eps_
-                                                                             : gs.data()[i] * m.sigma.data()[i] / j0_ * s_sig_);
-        return j / j0_ + regularization_.value(m, variables(), gx);
+        const StageVariables vars = variables();
+        vars.gradient_to_x(cache_ge_, cache_gs_, m, j0_, gx);
+        return j / j0_ + regularization_.value(m, vars, gx);
     }
 
     // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S (StageSmoothing) ---
@@ -689,7 +611,7 @@ private:
         Vec x;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
         gather(x, x_whole_);
-        model_from_x(x_whole_.data(), model_);
+        variables().model_from_x(x_whole_.data(), model_);
         const double j = j0_ * (f - regularization_.value(model_, variables(), nullptr));
         const int iteration = iteration_offset_ + static_cast<int>(its);
         append_row(make_row(iteration, j, gnorm, step));
@@ -844,24 +766,10 @@ private:
             GPRFWI_PETSC(VecGetArray(x, &xa));
             GPRFWI_PETSC(VecGetArray(lo, &la));
             GPRFWI_PETSC(VecGetArray(hi, &ha));
+            const StageVariables vars = variables();
 #pragma omp parallel for schedule(static)
-            for (PetscInt j = first; j < end; ++j) {
-                const std::size_t k = static_cast<std::size_t>(j) / n_, i = static_cast<std::size_t>(j) % n_;
-                double x0 = 0, l0 = 0, h0 = 0;
-                if (masked_[i]) {  // fixed: the mapping leaves the node alone
-                } else if (params_[k] == 0) {
-                    x0 = x_of_eps(model_.eps_r.data()[i], i);
-                    l0 = x_of_eps(spec_.eps_r_min, i);
-                    h0 = x_of_eps(spec_.eps_r_max, i);
-                } else {
-                    x0 = x_of_sigma(model_.sigma.data()[i], i);
-                    l0 = x_of_sigma(spec_.sigma_min, i);
-                    h0 = x_of_sigma(spec_.sigma_max, i);
-                }
-                xa[j - first] = std::clamp(x0, l0, h0);
-                la[j - first] = l0;
-                ha[j - first] = h0;
-            }
+            for (PetscInt j = first; j < end; ++j)
+                vars.entry_of(model_, static_cast<std::size_t>(j), xa[j - first], la[j - first], ha[j - first]);
             GPRFWI_PETSC(VecRestoreArray(x, &xa));
             GPRFWI_PETSC(VecRestoreArray(lo, &la));
             GPRFWI_PETSC(VecRestoreArray(hi, &ha));
@@ -930,7 +838,7 @@ private:
         if (failure_) std::rethrow_exception(failure_);
         if (stopped_) return;  // the last accepted iteration's checkpoint stands
         if (rc != 0) throw Error(fmt::format("stage {}: TAO failed (PETSc error code {})", stage_.name, static_cast<int>(rc)));
-        model_from_x(xa.data(), model_);
+        variables().model_from_x(xa.data(), model_);
         finish(reason == TAO_CONVERGED_USER ? user_reason_ : TaoConvergedReasons[reason]);
     }
 

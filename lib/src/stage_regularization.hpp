@@ -11,17 +11,9 @@
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
+#include "stage_variables.hpp"
 
 namespace gprfwi {
-
-/// The change of variables the regularisation goes through: x holds one
-/// block of n values per active parameter (0: eps_r, 1: sigma), in order.
-struct StageVariables {
-    const std::vector<int>& params;
-    const std::vector<double>& weight;
-    const std::vector<char>& masked;
-    double s_eps = 0, s_sig = 0, eps_ref = 0, sigma_ref = 0;
-};
 
 class StageRegularization {
 public:

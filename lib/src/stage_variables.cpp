@@ -1,0 +1,133 @@
+#include "stage_variables.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "gprfwi/model_builder.hpp"
+
+namespace gprfwi {
+
+std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
+    std::vector<double> weight(static_cast<std::size_t>(g.nx) * g.nz);
+    const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
+    // every antenna once (shots share them), and each only over the nodes within its radius
+    std::vector<Position> tapered = spec.taper_radius_m > 0 ? spec.taper_points : std::vector<Position>{};
+    std::sort(tapered.begin(), tapered.end(),
+              [](const Position& a, const Position& b) { return std::tie(a.x, a.z) < std::tie(b.x, b.z); });
+    tapered.erase(std::unique(tapered.begin(), tapered.end()), tapered.end());
+    const double radius = spec.taper_radius_m;
+#pragma omp parallel for schedule(static)
+    for (int iz = 0; iz < g.nz; ++iz) {
+        for (int ix = 0; ix < g.nx; ++ix) {
+            double& w = weight[static_cast<std::size_t>(iz) * g.nx + ix];
+            w = 1;
+            // an edge node also sets the CPML strip beyond it (the model is extended into the
+            // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
+            if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
+            if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
+        }
+        for (const Position& p : tapered) {
+            if (std::abs(iz * g.dz - p.z) >= radius) continue;
+            const int from = std::max(0, static_cast<int>(std::floor((p.x - radius) / g.dx)));
+            const int to = std::min(g.nx - 1, static_cast<int>(std::ceil((p.x + radius) / g.dx)));
+            for (int ix = from; ix <= to; ++ix) {
+                const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
+                double& w = weight[static_cast<std::size_t>(iz) * g.nx + ix];
+                if (d < radius) w = std::min(w, std::pow(std::sin(0.5 * M_PI * d / radius), 2));
+            }
+        }
+    }
+    return weight;
+}
+
+double StageVariables::x_of_sigma(double s, std::size_t i) const {
+    return std::log(s / sigma_ref) / (s_sig * weight[i]);
+}
+
+void StageVariables::entry_of(const Model& m, std::size_t j, double& x, double& lo, double& hi) const {
+    const std::size_t k = j / nodes(), i = j % nodes();
+    double x0 = 0, l0 = 0, h0 = 0;
+    if (masked[i]) {
+    } else if (params[k] == 0) {
+        x0 = x_of_eps(m.eps_r.data()[i], i);
+        l0 = x_of_eps(eps_r_min, i);
+        h0 = x_of_eps(eps_r_max, i);
+    } else {
+        x0 = x_of_sigma(m.sigma.data()[i], i);
+        l0 = x_of_sigma(sigma_min, i);
+        h0 = x_of_sigma(sigma_max, i);
+    }
+    x = std::clamp(x0, l0, h0);
+    lo = l0;
+    hi = h0;
+}
+
+void StageVariables::model_from_x(const double* x, Model& m, const Model* base) const {
+    const std::size_t n = nodes();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const double* xp = x + k * n;
+        const bool eps = params[k] == 0;
+        Array2D& to = eps ? m.eps_r : m.sigma;
+        const double* from = base ? (eps ? base->eps_r : base->sigma).data() : nullptr;
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+            if (masked[i]) {
+                if (from) to.data()[i] = from[i];
+                continue;
+            }
+            if (eps)
+                to.data()[i] = std::clamp(s_eps * weight[i] * xp[i], eps_r_min, eps_r_max);
+            else
+                to.data()[i] = std::clamp(sigma_ref * std::exp(s_sig * weight[i] * xp[i]), sigma_min, sigma_max);
+        }
+    }
+}
+
+void StageVariables::direction_to_model(const double* v, const Model& m, Array2D& ve, Array2D& vs) const {
+    const std::size_t n = nodes();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const bool eps = params[k] == 0;
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+            if (masked[i]) continue;
+            if (eps) ve.data()[i] = s_eps * weight[i] * v[k * n + i];
+            else vs.data()[i] = m.sigma.data()[i] * s_sig * weight[i] * v[k * n + i];
+        }
+    }
+}
+
+void StageVariables::gradient_to_x(const Array2D& ge, const Array2D& gs, const Model& m, double j0, double* gx) const {
+    const std::size_t n = nodes();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const bool eps = params[k] == 0;
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i)
+            gx[k * n + i] = masked[i] ? 0.0
+                                      : weight[i] * (eps ? ge.data()[i] / j0 * s_eps
+                                                         : gs.data()[i] * m.sigma.data()[i] / j0 * s_sig);
+    }
+}
+
+void StageVariables::hessian_to_x(const Array2D& he, const Array2D& hs, const Model& m, double j0, const double* v,
+                                  const Array2D* curvature, double* out) const {
+    const std::size_t n = nodes();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const bool eps = params[k] == 0;
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+            double& o = out[k * n + i];
+            if (masked[i]) {
+                o = 0;
+            } else if (eps) {
+                o = weight[i] * s_eps * he.data()[i] / j0;
+            } else {
+                const double ds_dx = m.sigma.data()[i] * s_sig * weight[i];
+                o = ds_dx * hs.data()[i] / j0;
+                if (curvature) o += curvature->data()[i] * ds_dx * s_sig * weight[i] * v[k * n + i] / j0;
+            }
+        }
+    }
+}
+
+}  // namespace gprfwi

@@ -1,0 +1,68 @@
+#pragma once
+// An inversion stage's change of variables (inversion.cpp's StageRun): TAO's
+// vector x holds one block of n values per active parameter, in order (0:
+// eps_r, 1: sigma), with
+//   eps_r = s_eps w_i x_i,   ln(sigma / sigma_ref) = s_sig w_i x_i,
+// w_i the node's weight (the antenna taper, the mask, the illumination
+// preconditioning), which scales each node's step; masked nodes (w_i below
+// kMaskedWeight) stay where they are and their x, gradient and Hessian terms
+// are 0.
+
+#include <cstddef>
+#include <vector>
+
+#include "gprfwi/array2d.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/model.hpp"
+
+namespace gprfwi {
+
+/// A node whose weight is below this is masked: the stage leaves it alone.
+inline constexpr double kMaskedWeight = 1e-3;
+
+/// Each node's weight of the update before any preconditioning: 1, but 0 in
+/// spec.mask's regions and (spec.fix_edges) at the model's edges, and
+/// sin^2(pi d / 2 r) within the taper's radius r of every antenna
+/// (spec.taper_points, d the node's distance), the least where several reach.
+std::vector<double> update_weights(const InversionSpec& spec, const Grid& grid);
+
+/// A view of the change of variables: the stage owns the arrays, which must
+/// outlive it.
+struct StageVariables {
+    const std::vector<int>& params;
+    const std::vector<double>& weight;
+    const std::vector<char>& masked;
+    double s_eps = 0, s_sig = 0, eps_ref = 0, sigma_ref = 0;
+    /// The bounds a model from x is clamped to: a bound mapped to x and back
+    /// may miss it by a rounding.
+    double eps_r_min = 0, eps_r_max = 0, sigma_min = 0, sigma_max = 0;
+
+    std::size_t nodes() const { return weight.size(); }
+    /// x of node i's eps_r e, and of its sigma s (unmasked nodes).
+    double x_of_eps(double e, std::size_t i) const { return e / (s_eps * weight[i]); }
+    double x_of_sigma(double s, std::size_t i) const;
+
+    /// Entry j of x at model m, and its bounds (0 at masked nodes, which the
+    /// map leaves alone): the starting point, clamped to the bounds.
+    void entry_of(const Model& m, std::size_t j, double& x, double& lo, double& hi) const;
+
+    /// The active parameters of m from x; their masked nodes keep m's values,
+    /// or take base's where given.
+    void model_from_x(const double* x, Model& m, const Model* base = nullptr) const;
+
+    /// The model's direction (d eps_r, d sigma) along x's direction v at m
+    /// (ve and vs shaped like m; an inactive parameter's left as it is).
+    void direction_to_model(const double* v, const Model& m, Array2D& ve, Array2D& vs) const;
+
+    /// gx = dJ/dx / j0 from the model-space gradient (ge, gs) of J at m.
+    void gradient_to_x(const Array2D& ge, const Array2D& gs, const Model& m, double j0, double* gx) const;
+
+    /// out = d2J/dx2 v / j0 from the model-space Hessian product (he, hs) of J
+    /// at m along direction_to_model(v); with `curvature`, plus the map's own
+    /// second derivative (sigma's exponential: dJ/dsigma d2sigma/dx2 v, gs
+    /// the model-space gradient), which Gauss-Newton leaves out.
+    void hessian_to_x(const Array2D& he, const Array2D& hs, const Model& m, double j0, const double* v,
+                      const Array2D* curvature, double* out) const;
+};
+
+}  // namespace gprfwi
