@@ -491,6 +491,39 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
 }
 
+/// A stage's own stopping rules: the misfit's fall over its window, counted
+/// within the stage only (rows of the stage before do not count), and its
+/// wall-time budget; neither when switched off.
+TEST(StageStopping, MisfitWindowAndTimeBudget) {
+    StageSpec st;
+    st.name = "full";
+    st.min_relative_decrease = 0.01;
+    st.decrease_window = 3;
+    std::vector<HistoryRow> h;
+    auto row = [&](const char* stage, double misfit) {
+        HistoryRow r;
+        r.stage = stage;
+        r.misfit = misfit;
+        h.push_back(r);
+    };
+    row("low", 10.0);
+    row("full", 5.0);
+    row("full", 4.99);
+    row("full", 4.98);
+    EXPECT_EQ(stage_stop_reason(st, h, 0), "") << "the window reaches back into the stage before";
+    row("full", 4.96);  // 0.8% below 5.0, three iterations back
+    EXPECT_NE(stage_stop_reason(st, h, 0).find("less than 0.01 over 3"), std::string::npos);
+    h.back().misfit = 4.94;  // 1.2%: goes on
+    EXPECT_EQ(stage_stop_reason(st, h, 0), "");
+    st.max_seconds = 60;
+    EXPECT_EQ(stage_stop_reason(st, h, 59.9), "");
+    EXPECT_NE(stage_stop_reason(st, h, 60.1).find("wall-time budget of 60 s"), std::string::npos);
+    st.max_seconds = 0;
+    st.min_relative_decrease = 0;
+    h.back().misfit = 5.0;  // no fall at all, but no rule
+    EXPECT_EQ(stage_stop_reason(st, h, 1e9), "");
+}
+
 /// The regularisers and the updates' smoothing run on all threads; what they
 /// return must not depend on how many (the suite runs its tests on one).
 TEST(Regularization, ResultsDoNotDependOnTheThreadCount) {

@@ -645,10 +645,12 @@ public:
     /// without a source, each step's Ey taking the scattering term in the
     /// same launch (k::cuda::born_step), every value as the CPU's. The
     /// background takes the forward's steps one at a time, keeping its
-    /// levels as forward(true) does; but where Ey is two planes (split_planes), which the scattering
-    /// term cannot read, forward(true) keeps them first and the Born run
-    /// takes the background's steps again. With `from_levels`, the
-    /// background is read from the kept levels (levels_exact) instead.
+    /// levels as forward(true) does; but where Ey is two planes
+    /// (split_planes), which the scattering term cannot read, forward(true)
+    /// keeps them first and the Born run takes the background's steps again.
+    /// With `from_levels`, the background is read from the kept levels
+    /// (levels_exact) instead. BornLevels::both also keeps dEy at the same
+    /// steps (dlevels_), on the device, for second_order_adjoint().
     bool levels_exact() const override {
         return levels_kept_ && std::is_same_v<Stored, T> && s_.snapshot_interval == 1 && !s_.checkpoint_steps &&
                !s_.binomial_slots && !host_levels_;

@@ -290,6 +290,13 @@ struct HistoryRow {
     double error_eps_r = -1, error_sigma = -1;  // relative L2 model errors when a true model is known
 };
 
+/// Why a stage stops after its latest iteration (history's last row, of
+/// misfit j), by its own rules beyond TAO's, or "" to go on: its misfit
+/// fell by less than min_relative_decrease over the last decrease_window
+/// iterations of this stage, or its wall-time budget (max_seconds) is spent
+/// after `stage_seconds`.
+std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds);
+
 struct InversionResult {
     Model model;
     std::vector<HistoryRow> history;

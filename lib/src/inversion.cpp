@@ -187,6 +187,24 @@ std::vector<int> active_parameters(const StageSpec& stage) {
     return p;
 }
 
+}  // namespace
+
+std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds) {
+    std::string why;
+    const int w = stage.decrease_window;
+    if (stage.min_relative_decrease > 0 && static_cast<int>(history.size()) > w) {
+        const double j = history.back().misfit;
+        const HistoryRow& old = history[history.size() - 1 - static_cast<std::size_t>(w)];
+        if (old.stage == stage.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage.min_relative_decrease)
+            why = fmt::format("the misfit fell by less than {} over {} iterations", stage.min_relative_decrease, w);
+    }
+    if (stage.max_seconds > 0 && stage_seconds > stage.max_seconds)
+        why = fmt::format("the stage's wall-time budget of {} s is spent", stage.max_seconds);
+    return why;
+}
+
+namespace {
+
 /// One stage's TAO problem.
 class StageRun {
 public:
@@ -616,16 +634,7 @@ private:
         const int iteration = iteration_offset_ + static_cast<int>(its);
         append_row(make_row(iteration, j, gnorm, step));
         write_iteration(iteration, false);
-        // stopping rules beyond TAO's own
-        std::string why;
-        const int w = stage_.decrease_window;
-        if (stage_.min_relative_decrease > 0 && static_cast<int>(history_.size()) > w) {
-            const HistoryRow& old = history_[history_.size() - 1 - static_cast<std::size_t>(w)];
-            if (old.stage == stage_.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage_.min_relative_decrease)
-                why = fmt::format("the misfit fell by less than {} over {} iterations", stage_.min_relative_decrease, w);
-        }
-        if (stage_.max_seconds > 0 && stage_seconds_offset_ + elapsed() > stage_.max_seconds)
-            why = fmt::format("the stage's wall-time budget of {} s is spent", stage_.max_seconds);
+        std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed());
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
             stopped_ = true;
             why = "stop requested by a signal";
