@@ -224,7 +224,9 @@ public:
     /// The misfit and the product of its Hessian with respect to eps_r and
     /// sigma (full or Gauss-Newton) with the direction v: one Born run beside
     /// the forward, then the (second-order) adjoint. Full products need every
-    /// level kept (no checkpointing).
+    /// level kept (no checkpointing; on the CUDA backend all on the device,
+    /// with the Born run's as many again: InvalidArgument for host or disk
+    /// levels).
     virtual HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit,
                                   const ModelDirection& v, HessianKind kind) = 0;
 
