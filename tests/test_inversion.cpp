@@ -455,6 +455,49 @@ TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
     EXPECT_GT(std::sqrt(gn_err / norm), 1e-3) << "without the exponential's curvature the product is another";
 }
 
+/// The calibrated scales: a unit step along -df/dx moves eps_r by
+/// calibration_eps_r_step * eps_ref and ln(sigma) by calibration_sigma_step
+/// at the node that moves most (masked nodes, however steep, not counted);
+/// scales the spec fixes are kept.
+TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
+    const Grid g{19, 14, 0.1, 0.1};
+    const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
+    const std::vector<int> params{0, 1};
+    std::vector<double> weight(n);
+    std::vector<char> masked(n);
+    const auto r = random_vector(4 * n, 31);
+    Model m = Model::uniform(g, 6.0, 0.005);
+    Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
+    for (std::size_t i = 0; i < n; ++i) {
+        masked[i] = i % 11 == 0;
+        weight[i] = masked[i] ? 0.0 : 0.5 + 0.5 / (1 + r[i] * r[i]);
+        m.sigma.data()[i] = 0.005 * std::exp(0.3 * r[n + i]);
+        ge.data()[i] = masked[i] ? 1e6 : r[2 * n + i];
+        gs.data()[i] = masked[i] ? 1e9 : 300 * r[3 * n + i];
+    }
+    InversionSpec spec;
+    const double j0 = 4.0, eps_ref = 6.5;
+    const auto [s_eps, s_sig] = calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref);
+    const StageVariables v{params, weight, masked, s_eps, s_sig, eps_ref, 0.005, 1e-9, 1e9, 1e-30, 1e30};
+    std::vector<double> x(2 * n), lo(2 * n), hi(2 * n), gx(2 * n);
+    for (std::size_t j = 0; j < 2 * n; ++j) v.entry_of(m, j, x[j], lo[j], hi[j]);
+    v.gradient_to_x(ge, gs, m, j0, gx.data());
+    std::vector<double> stepped = x;
+    for (std::size_t j = 0; j < 2 * n; ++j) stepped[j] -= gx[j];
+    Model after = m;
+    v.model_from_x(stepped.data(), after);
+    double de = 0, ds = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        de = std::max(de, std::abs(after.eps_r.data()[i] - m.eps_r.data()[i]));
+        ds = std::max(ds, std::abs(std::log(after.sigma.data()[i] / m.sigma.data()[i])));
+    }
+    EXPECT_NEAR(de, spec.calibration_eps_r_step * eps_ref, 1e-12);
+    EXPECT_NEAR(ds, spec.calibration_sigma_step, 1e-12);
+    spec.scale_eps_r = 2.5;
+    spec.scale_sigma = 0.7;
+    EXPECT_EQ(calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref), std::pair(2.5, 0.7));
+}
+
 /// A stage's update weights: sin^2(pi d / 2 r) within the taper's radius of
 /// each antenna (the least where two reach; an antenna twice counts once), 0
 /// in the mask and at the edges (fix_edges), 1 elsewhere.

@@ -315,23 +315,8 @@ private:
         } else {
             j = physical(model_);
         }
-        const Array2D &ge = cache_ge_, &gs = cache_gs_;
         j0_ = j > 0 ? j : 1.0;
-        double ge_max = 0, gs_max = 0;
-#pragma omp parallel for schedule(static) reduction(max : ge_max, gs_max)
-        for (std::size_t i = 0; i < n_; ++i) {
-            if (masked_[i]) continue;
-            const double w2 = weight_[i] * weight_[i];
-            ge_max = std::max(ge_max, w2 * std::abs(ge.data()[i]) / j0_);
-            gs_max = std::max(gs_max, w2 * std::abs(gs.data()[i] * model_.sigma.data()[i]) / j0_);
-        }
-        // a unit step along the gradient changes eps_r by s^2 |df/d eps_r|, ln(sigma) by s^2 |sigma df/d sigma|
-        s_eps_ = spec_.scale_eps_r > 0 ? spec_.scale_eps_r
-                 : ge_max > 0          ? std::sqrt(spec_.calibration_eps_r_step * eps_ref_ / ge_max)
-                                       : spec_.calibration_eps_r_step * eps_ref_;
-        s_sig_ = spec_.scale_sigma > 0 ? spec_.scale_sigma
-                 : gs_max > 0          ? std::sqrt(spec_.calibration_sigma_step / gs_max)
-                                       : spec_.calibration_sigma_step;
+        std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, weight_, masked_, cache_ge_, cache_gs_, model_, j0_, eps_ref_);
         spdlog::info("stage {}: misfit {:.6g}; scaling: eps_r changes {:.4g} and ln(sigma) {:.4g} per unit of the "
                      "optimisation variable ({}; inversion.scaling fixes them)",
                      stage_.name, j, s_eps_, s_sig_,

@@ -41,6 +41,28 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
     return weight;
 }
 
+std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
+                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
+                                            const Model& m, double j0, double eps_ref) {
+    double ge_max = 0, gs_max = 0;
+    const std::size_t n = weight.size();
+#pragma omp parallel for schedule(static) reduction(max : ge_max, gs_max)
+    for (std::size_t i = 0; i < n; ++i) {
+        if (masked[i]) continue;
+        const double w2 = weight[i] * weight[i];
+        ge_max = std::max(ge_max, w2 * std::abs(ge.data()[i]) / j0);
+        gs_max = std::max(gs_max, w2 * std::abs(gs.data()[i] * m.sigma.data()[i]) / j0);
+    }
+    // a unit step along the gradient changes eps_r by s^2 |df/d eps_r|, ln(sigma) by s^2 |sigma df/d sigma|
+    const double s_eps = spec.scale_eps_r > 0 ? spec.scale_eps_r
+                         : ge_max > 0         ? std::sqrt(spec.calibration_eps_r_step * eps_ref / ge_max)
+                                              : spec.calibration_eps_r_step * eps_ref;
+    const double s_sig = spec.scale_sigma > 0 ? spec.scale_sigma
+                         : gs_max > 0         ? std::sqrt(spec.calibration_sigma_step / gs_max)
+                                              : spec.calibration_sigma_step;
+    return {s_eps, s_sig};
+}
+
 double StageVariables::x_of_sigma(double s, std::size_t i) const {
     return std::log(s / sigma_ref) / (s_sig * weight[i]);
 }

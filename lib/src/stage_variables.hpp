@@ -9,6 +9,7 @@
 // are 0.
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "gprfwi/array2d.hpp"
@@ -25,6 +26,16 @@ inline constexpr double kMaskedWeight = 1e-3;
 /// sin^2(pi d / 2 r) within the taper's radius r of every antenna
 /// (spec.taper_points, d the node's distance), the least where several reach.
 std::vector<double> update_weights(const InversionSpec& spec, const Grid& grid);
+
+/// The scales (s_eps, s_sig): spec.scale_eps_r and spec.scale_sigma where
+/// set, else calibrated on the first gradient (ge, gs) of J at m, so that a
+/// unit step along -df/dx (f = J / j0) changes eps_r by
+/// spec.calibration_eps_r_step * eps_ref, and ln(sigma) by
+/// spec.calibration_sigma_step, at the node where it changes most (weights
+/// and masked nodes as in StageVariables); without a gradient, those steps.
+std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
+                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
+                                            const Model& m, double j0, double eps_ref);
 
 /// A view of the change of variables: the stage owns the arrays, which must
 /// outlive it.
