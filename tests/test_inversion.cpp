@@ -498,6 +498,27 @@ TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
     EXPECT_EQ(calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref), std::pair(2.5, 0.7));
 }
 
+/// Illumination factors: 1 at the brightest free node, sqrt((1 + a) / a) where
+/// no energy arrives, falling with the energy in between; masked nodes (the
+/// brightest here) neither count nor change; none without energy.
+TEST(StageVariables, IlluminationFactors) {
+    Array2D ill(2, 3);
+    const double values[] = {4.0, 1.0, 0.0, 100.0, -1e-30, 2.0};
+    std::copy(std::begin(values), std::end(values), ill.data());
+    const std::vector<char> masked{0, 0, 0, 1, 0, 0};
+    const double a = 0.25;
+    const std::vector<double> p = illumination_factors(ill, masked, a);
+    ASSERT_EQ(p.size(), 6u);
+    EXPECT_DOUBLE_EQ(p[0], 1.0);
+    EXPECT_DOUBLE_EQ(p[1], std::sqrt(1.25 / (0.25 + 0.25)));
+    EXPECT_DOUBLE_EQ(p[2], std::sqrt(1.25 / 0.25));
+    EXPECT_EQ(p[3], 1.0);
+    EXPECT_DOUBLE_EQ(p[4], std::sqrt(1.25 / 0.25));  // (a rounding below zero counts as none)
+    EXPECT_DOUBLE_EQ(p[5], std::sqrt(1.25 / (0.5 + 0.25)));
+    Array2D dark(2, 3);
+    EXPECT_TRUE(illumination_factors(dark, masked, a).empty());
+}
+
 /// A stage's update weights: sin^2(pi d / 2 r) within the taper's radius of
 /// each antenna (the least where two reach; an antenna twice counts once), 0
 /// in the mask and at the edges (fix_edges), 1 elsewhere.

@@ -329,26 +329,20 @@ private:
         return (std::filesystem::path(out_) / fmt::format("preconditioner_{:02}_{}.h5", stage_index_ + 1, stage_.name)).string();
     }
 
-    /// Illumination preconditioning: the update variable of node i is scaled by
-    /// p_i = sqrt((1 + a) / (I_i / I_max + a)), so a gradient step moves it by
-    /// p_i^2 times as much: the diagonal of (pseudo-Hessian + a I_max)^-1, up to
-    /// a constant, with the forward field energy I standing in for the
-    /// pseudo-Hessian's diagonal (the same for eps_r and sigma).
+    /// Illumination preconditioning (illumination_factors): each node's
+    /// weight times its factor.
     void precondition(const Array2D& illumination) {
-        double peak = 0;
-        for (std::size_t i = 0; i < n_; ++i)
-            if (!masked_[i]) peak = std::max(peak, illumination.data()[i]);
-        preconditioner_.assign(n_, 1.0);
-        if (!(peak > 0)) {
+        const double a = spec_.illumination_stabilization;
+        preconditioner_ = illumination_factors(illumination, masked_, a);
+        if (preconditioner_.empty()) {
+            preconditioner_.assign(n_, 1.0);
             spdlog::warn("stage {}: no forward field energy in the free nodes; no illumination preconditioning", stage_.name);
             return;
         }
-        const double a = spec_.illumination_stabilization;
         double lo = 1e300, hi = 0;
         for (std::size_t i = 0; i < n_; ++i) {
             if (masked_[i]) continue;
-            const double p = std::sqrt((1 + a) / (std::max(illumination.data()[i], 0.0) / peak + a));
-            preconditioner_[i] = p;
+            const double p = preconditioner_[i];
             weight_[i] *= p;
             lo = std::min(lo, p * p);
             hi = std::max(hi, p * p);

@@ -63,6 +63,20 @@ std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std
     return {s_eps, s_sig};
 }
 
+std::vector<double> illumination_factors(const Array2D& illumination, const std::vector<char>& masked,
+                                         double stabilization) {
+    const std::size_t n = masked.size();
+    double peak = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (!masked[i]) peak = std::max(peak, illumination.data()[i]);
+    if (!(peak > 0)) return {};
+    const double a = stabilization;
+    std::vector<double> p(n, 1.0);
+    for (std::size_t i = 0; i < n; ++i)
+        if (!masked[i]) p[i] = std::sqrt((1 + a) / (std::max(illumination.data()[i], 0.0) / peak + a));
+    return p;
+}
+
 double StageVariables::x_of_sigma(double s, std::size_t i) const {
     return std::log(s / sigma_ref) / (s_sig * weight[i]);
 }

@@ -37,6 +37,15 @@ std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std
                                             const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
                                             const Model& m, double j0, double eps_ref);
 
+/// Illumination preconditioning: the factor p_i = sqrt((1 + a) / (I_i /
+/// I_max + a)) on node i's weight (1 at masked nodes), so that a gradient
+/// step moves it p_i^2 times as much: the diagonal of (pseudo-Hessian +
+/// a I_max)^-1 up to a constant, the forward field energy I (the same for
+/// eps_r and sigma) standing in for the pseudo-Hessian's diagonal; I_max
+/// over the free nodes. Empty where the free nodes have no energy.
+std::vector<double> illumination_factors(const Array2D& illumination, const std::vector<char>& masked,
+                                         double stabilization);
+
 /// A view of the change of variables: the stage owns the arrays, which must
 /// outlive it.
 struct StageVariables {
