@@ -33,6 +33,7 @@
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
+#include "stage_checkpoint.hpp"
 #include "stage_regularization.hpp"
 #include "stage_variables.hpp"
 #include "support.hpp"
@@ -767,6 +768,42 @@ std::string scratch_dir(const std::string& name) {
     std::filesystem::remove_all(d);
     std::filesystem::create_directories(d);
     return d.string();
+}
+
+/// A checkpoint's state survives the model file: every field, written as
+/// attributes and read back (what --resume starts from).
+TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
+    CheckpointState s;
+    s.stage = 2;
+    s.stage_done = true;
+    s.iterations = 17;
+    s.evaluations = 23;
+    s.seconds = 123.25;
+    s.stage_seconds = 45.5;
+    s.j0 = 3.0625;
+    s.scale_eps_r = 0.125;
+    s.scale_sigma = 7.5;
+    s.sigma_ref = 0.004;
+    s.eps_ref = 6.25;
+    s.history_csv = "stage,iteration\nlow,0\n";
+    const std::string file = scratch_dir("checkpoint") + "/checkpoint.h5";
+    const Model m = Model::uniform(Grid{5, 4, 0.1, 0.1}, 6.0, 0.01);
+    write_model_h5(file, m, "config", checkpoint_attributes(s));
+    H5Attributes a = checkpoint_attributes({});
+    read_model_h5(file, m.grid, &a);
+    const CheckpointState r = checkpoint_state(a);
+    EXPECT_EQ(r.stage, 2);
+    EXPECT_TRUE(r.stage_done);
+    EXPECT_EQ(r.iterations, 17);
+    EXPECT_EQ(r.evaluations, 23);
+    EXPECT_EQ(r.seconds, 123.25);
+    EXPECT_EQ(r.stage_seconds, 45.5);
+    EXPECT_EQ(r.j0, 3.0625);
+    EXPECT_EQ(r.scale_eps_r, 0.125);
+    EXPECT_EQ(r.scale_sigma, 7.5);
+    EXPECT_EQ(r.sigma_ref, 0.004);
+    EXPECT_EQ(r.eps_ref, 6.25);
+    EXPECT_EQ(r.history_csv, s.history_csv);
 }
 
 InversionSpec quadratic_spec() {

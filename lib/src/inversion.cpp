@@ -36,6 +36,7 @@
 #include "gprfwi/wavelet_estimation.hpp"
 #include "parallel_arrays.hpp"
 #include "petsc_memory.hpp"
+#include "stage_checkpoint.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
 #include "timing.hpp"
@@ -165,18 +166,6 @@ void scatter(const std::vector<double>& v, Vec out, double scale = 1.0) {
     GPRFWI_PETSC(VecRestoreArray(out, &a));
 }
 
-
-/// What a checkpoint holds besides the model.
-struct CheckpointState {
-    int stage = 0;              // index of the stage in progress (or done)
-    bool stage_done = false;
-    int iterations = 0;         // accepted iterations of that stage
-    int evaluations = 0;        // of that stage
-    double seconds = 0;         // campaign wall time so far
-    double stage_seconds = 0;
-    double j0 = 0, scale_eps_r = 0, scale_sigma = 0, sigma_ref = 0, eps_ref = 0;
-    std::string history_csv;
-};
 
 /// A stage's active parameters in the order of the optimisation vector's
 /// blocks (0: eps_r, 1: sigma).
@@ -639,19 +628,9 @@ private:
                                        equal_parallel(cache_sigma_, model_.sigma);
             std::string csv = history_header(truth_.has_value());
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
-            H5Attributes a;
-            a.numbers = {{"stage", stage_index_},
-                         {"stage_done", stage_done ? 1.0 : 0.0},
-                         {"iterations", iteration},
-                         {"evaluations", evaluation_offset_ + evaluations_},
-                         {"seconds", seconds},
-                         {"stage_seconds", stage_seconds},
-                         {"j0", j0_},
-                         {"scale_eps_r", s_eps_},
-                         {"scale_sigma", s_sig_},
-                         {"sigma_ref", sigma_ref_},
-                         {"eps_ref", eps_ref_}};
-            a.texts = {{"history", csv}};
+            H5Attributes a = checkpoint_attributes({stage_index_, stage_done, iteration, evaluation_offset_ + evaluations_,
+                                                    seconds, stage_seconds, j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
+                                                    csv});
             const std::string model_file =
                 spec_.save_models && iteration > 0 && !stage_done
                     ? (std::filesystem::path(out_) / "models" /
@@ -1126,25 +1105,9 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     if (resume) {
         if (!std::filesystem::exists(checkpoint))
             throw Error(fmt::format("{}: no checkpoint to resume from (run without --resume first)", checkpoint));
-        H5Attributes a;
-        for (const char* k : {"stage", "stage_done", "iterations", "evaluations", "seconds", "stage_seconds", "j0",
-                              "scale_eps_r", "scale_sigma", "sigma_ref", "eps_ref"})
-            a.numbers[k] = 0;
-        a.texts["history"] = "";
+        H5Attributes a = checkpoint_attributes({});
         result.model = read_model_h5(checkpoint, start.grid, &a);
-        CheckpointState s;
-        s.stage = static_cast<int>(a.numbers["stage"]);
-        s.stage_done = a.numbers["stage_done"] != 0;
-        s.iterations = static_cast<int>(a.numbers["iterations"]);
-        s.evaluations = static_cast<int>(a.numbers["evaluations"]);
-        s.seconds = a.numbers["seconds"];
-        s.stage_seconds = a.numbers["stage_seconds"];
-        s.j0 = a.numbers["j0"];
-        s.scale_eps_r = a.numbers["scale_eps_r"];
-        s.scale_sigma = a.numbers["scale_sigma"];
-        s.sigma_ref = a.numbers["sigma_ref"];
-        s.eps_ref = a.numbers["eps_ref"];
-        s.history_csv = a.texts["history"];
+        const CheckpointState s = checkpoint_state(a);
         if (s.stage < 0 || s.stage >= static_cast<int>(spec.stages.size()))
             throw Error(fmt::format("{}: stage {} is not a stage of this campaign", checkpoint, s.stage));
         result.history = parse_history(s.history_csv);

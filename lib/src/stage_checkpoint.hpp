@@ -1,0 +1,30 @@
+#pragma once
+// What an inversion's checkpoint.h5 holds besides the model: where the
+// campaign stands, as the model file's attributes (inversion.cpp writes them
+// after every accepted iteration and reads them for --resume).
+
+#include <string>
+
+#include "gprfwi/hdf5_io.hpp"
+
+namespace gprfwi {
+
+struct CheckpointState {
+    int stage = 0;       // index of the stage in progress (or done)
+    bool stage_done = false;
+    int iterations = 0;  // accepted iterations of that stage
+    int evaluations = 0; // of that stage
+    double seconds = 0;  // campaign wall time so far
+    double stage_seconds = 0;
+    double j0 = 0, scale_eps_r = 0, scale_sigma = 0, sigma_ref = 0, eps_ref = 0;
+    std::string history_csv;
+};
+
+/// The state as attributes: one number per field, the history as text. Of a
+/// default state: the keys that read_model_h5 is to read.
+H5Attributes checkpoint_attributes(const CheckpointState& s);
+
+/// The state from attributes that checkpoint_attributes wrote.
+CheckpointState checkpoint_state(const H5Attributes& a);
+
+}  // namespace gprfwi
