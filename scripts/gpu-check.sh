@@ -39,7 +39,7 @@ cases=(
 {
   for c in "${cases[@]}"; do bench --pml 20 --stencil 4 $c; done
   # Born runs and Hessian-vector products beside gradient calls of the same batch (docs/performance.md)
-  for m in "born" "hessian --gauss-newton" "hessian --gauss-newton --compression bf16"; do
+  for m in "born" "hessian --gauss-newton" "hessian --gauss-newton --compression bf16" "hessian --compression bf16"; do
     echo "== gprfwi bench --mode $m"
     "$gprfwi" bench --backend cuda --pml 20 --stencil 4 --shots 8 --nt 2000 --repeats 3 --mode $m 2>&1 | grep -E "^  |^\{"
   done
