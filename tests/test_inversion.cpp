@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstdio>
@@ -34,6 +35,7 @@
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
 #include "stage_checkpoint.hpp"
+#include "stage_objective.hpp"
 #include "stage_regularization.hpp"
 #include "stage_variables.hpp"
 #include "support.hpp"
@@ -804,6 +806,54 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(r.sigma_ref, 0.004);
     EXPECT_EQ(r.eps_ref, 6.25);
     EXPECT_EQ(r.history_csv, s.history_csv);
+}
+
+/// A stage's evaluations: the model of the last one is not evaluated again
+/// (not even after a product at it), another model is, and one with
+/// illumination always is; evaluations and propagations are counted (2 an
+/// evaluation, what the objective reports a product).
+TEST(StageObjective, HoldsTheLastEvaluationAndCountsPropagations) {
+    class Counting final : public InversionObjective {
+    public:
+        int calls = 0;
+        double evaluate(const Model& m, const StageSpec&, Array2D& ge, Array2D& gs) override {
+            ++calls;
+            std::fill(ge.data(), ge.data() + ge.size(), 2 * m.eps_r(0, 0));
+            std::fill(gs.data(), gs.data() + gs.size(), 3.0);
+            return m.eps_r(0, 0) * m.eps_r(0, 0);
+        }
+        int hessian_vector(const Model&, const StageSpec&, const Array2D& ve, const Array2D&, HessianKind,
+                           Array2D& he, Array2D& hs) override {
+            he = ve;
+            hs = Array2D(ve.nz(), ve.nx());
+            return 3;
+        }
+    } counting;
+    StageSpec stage;
+    double seconds = 0;
+    StageObjective eval(counting, stage, seconds);
+    Model a = Model::uniform(Grid{6, 5, 0.1, 0.1}, 4.0, 0.01), b = a;
+    b.sigma(2, 3) = 0.02;
+    EXPECT_FALSE(eval.holds(a));
+    EXPECT_EQ(eval.evaluate(a), 16.0);
+    EXPECT_EQ(eval.grad_eps_r()(4, 5), 8.0);
+    EXPECT_TRUE(eval.holds(a));
+    EXPECT_EQ(eval.evaluate(a), 16.0);
+    EXPECT_EQ(counting.calls, 1);
+    Array2D ve(5, 6), vs(5, 6), he, hs;
+    eval.hessian_vector(a, ve, vs, HessianKind::gauss_newton, he, hs);
+    EXPECT_EQ(eval.evaluate(a), 16.0);
+    EXPECT_EQ(counting.calls, 1);
+    EXPECT_FALSE(eval.holds(b));
+    eval.evaluate(b);  // sigma alone differs
+    EXPECT_EQ(counting.calls, 2);
+    Array2D illumination(5, 6);
+    eval.evaluate(b, &illumination);
+    EXPECT_EQ(counting.calls, 3);
+    EXPECT_EQ(eval.evaluations(), 3);
+    EXPECT_EQ(eval.products(), 1);
+    EXPECT_EQ(eval.propagations(), 3 * 2 + 3);
+    EXPECT_GE(seconds, 0.0);
 }
 
 InversionSpec quadratic_spec() {

@@ -37,6 +37,7 @@
 #include "parallel_arrays.hpp"
 #include "petsc_memory.hpp"
 #include "stage_checkpoint.hpp"
+#include "stage_objective.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
 #include "timing.hpp"
@@ -260,29 +261,6 @@ private:
         }
     }
 
-    /// The data misfit at the model; its physical gradient is then in
-    /// cache_ge_, cache_gs_ (a one-entry cache: the same model is not
-    /// evaluated twice). With `illumination`, evaluated afresh and the energy
-    /// filled in.
-    double physical(const Model& m, Array2D* illumination = nullptr) {
-        if (!illumination && cache_valid_ && equal_parallel(m.eps_r, cache_eps_r_) && equal_parallel(m.sigma, cache_sigma_))
-            return cache_j_;
-        cache_valid_ = false;
-        reshape(cache_ge_, m.grid.nz, m.grid.nx);  // (the objective writes every node)
-        reshape(cache_gs_, m.grid.nz, m.grid.nx);
-        {
-            const ScopeTimer timer(times_.evaluations);
-            cache_j_ = illumination ? objective_.evaluate_with_illumination(m, stage_, cache_ge_, cache_gs_, *illumination)
-                                    : objective_.evaluate(m, stage_, cache_ge_, cache_gs_);
-        }
-        ++evaluations_;
-        propagations_ += 2;  // the forward and the adjoint
-        copy_parallel(m.eps_r, cache_eps_r_);  // (all that changes within a stage)
-        copy_parallel(m.sigma, cache_sigma_);
-        cache_valid_ = true;
-        return cache_j_;
-    }
-
     void calibrate() {
         const double* eps = model_.eps_r.data();
         const double* sig = model_.sigma.data();
@@ -293,7 +271,7 @@ private:
         double j = 0;
         if (spec_.illumination_stabilization > 0) {
             Array2D illumination;
-            j = physical(model_, &illumination);
+            j = eval_.evaluate(model_, &illumination);
             precondition(illumination);
             parallel::collectively([&] {
                 if (parallel::is_root())
@@ -302,10 +280,10 @@ private:
                                     "variable from illumination preconditioning", config_);
             });
         } else {
-            j = physical(model_);
+            j = eval_.evaluate(model_);
         }
         j0_ = j > 0 ? j : 1.0;
-        std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, weight_, masked_, cache_ge_, cache_gs_, model_, j0_, eps_ref_);
+        std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_, j0_, eps_ref_);
         spdlog::info("stage {}: misfit {:.6g}; scaling: eps_r changes {:.4g} and ln(sigma) {:.4g} per unit of the "
                      "optimisation variable ({}; inversion.scaling fixes them)",
                      stage_.name, j, s_eps_, s_sig_,
@@ -348,8 +326,8 @@ private:
         r.misfit_relative = j / j0_;
         r.gradient_norm = gnorm;
         r.step = step;
-        r.evaluations = evaluation_offset_ + evaluations_;
-        r.propagations = propagation_offset_ + propagations_;
+        r.evaluations = evaluation_offset_ + eval_.evaluations();
+        r.propagations = propagation_offset_ + eval_.propagations();
         r.seconds = campaign_seconds();
         if (truth_) {
             r.error_eps_r = relative_error(model_.eps_r, truth_->eps_r);
@@ -404,13 +382,9 @@ private:
         Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
         vars.direction_to_model(v, m, ve, vs);
         const bool full = method_ == InversionMethod::newton;
-        {
-            const ScopeTimer timer(times_.evaluations);
-            propagations_ += objective_.hessian_vector(m, stage_, ve, vs, full ? HessianKind::full : HessianKind::gauss_newton, he, hs);
-        }
-        ++products_;
-        if (full) physical(m);  // (TAO's gradient at x: cached)
-        vars.hessian_to_x(he, hs, m, j0_, v, full ? &cache_gs_ : nullptr, out);
+        eval_.hessian_vector(m, ve, vs, full ? HessianKind::full : HessianKind::gauss_newton, he, hs);
+        if (full) eval_.evaluate(m);  // (TAO's gradient at x: held)
+        vars.hessian_to_x(he, hs, m, j0_, v, full ? &eval_.grad_sigma() : nullptr, out);
         regularization_.hessian(m, vars, v, out);
     }
 
@@ -472,9 +446,9 @@ private:
     /// f(x) = J/J0 + R and df/dx over the full vector.
     double objective(const double* x, double* gx) {
         const Model& m = trial_model(x);
-        const double j = physical(m);
+        const double j = eval_.evaluate(m);
         const StageVariables vars = variables();
-        vars.gradient_to_x(cache_ge_, cache_gs_, m, j0_, gx);
+        vars.gradient_to_x(eval_.grad_eps_r(), eval_.grad_sigma(), m, j0_, gx);
         return j / j0_ + regularization_.value(m, vars, gx);
     }
 
@@ -623,12 +597,10 @@ private:
         parallel::collectively([&] {
             if (!parallel::is_root()) return;
             writer_.wait();
-            const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && cache_valid_ &&
-                                       equal_parallel(cache_eps_r_, model_.eps_r) &&
-                                       equal_parallel(cache_sigma_, model_.sigma);
+            const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && eval_.holds(model_);
             std::string csv = history_header(truth_.has_value());
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
-            H5Attributes a = checkpoint_attributes({stage_index_, stage_done, iteration, evaluation_offset_ + evaluations_,
+            H5Attributes a = checkpoint_attributes({stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(),
                                                     seconds, stage_seconds, j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
                                                     csv});
             const std::string model_file =
@@ -643,9 +615,9 @@ private:
                                     .string()
                               : std::string();
             std::optional<std::pair<Array2D, Array2D>> gradient;
-            if (with_gradient) gradient.emplace(cache_ge_, cache_gs_);
+            if (with_gradient) gradient.emplace(eval_.grad_eps_r(), eval_.grad_sigma());
             writer_.post([model = model_, gradient = std::move(gradient), model_file, gradient_file, a = std::move(a),
-                          csv = std::move(csv), out = out_, config = config_, j = cache_j_] {
+                          csv = std::move(csv), out = out_, config = config_, j = eval_.misfit()] {
                 if (!model_file.empty()) {
                     std::filesystem::create_directories(std::filesystem::path(model_file).parent_path());
                     write_model_h5(model_file, model, config);
@@ -675,7 +647,7 @@ private:
                      "{:.2f} s of the driver's work, {:.2f} s of set-up (calibration's bookkeeping, weights, TAO's "
                      "vectors {:.2f} s), {:.2f} s smoothing updates, {:.2f} s recording iterations (handing files to the "
                      "writer {:.2f} s), {:.2f} s in TAO's own steps, {:.2f} s finishing",
-                     stage_.name, wall, t.evaluations, 100.0 * t.evaluations / std::max(wall, 1e-9), evaluations_,
+                     stage_.name, wall, t.evaluations, 100.0 * t.evaluations / std::max(wall, 1e-9), eval_.evaluations(),
                      t.callbacks - in_solve, t.before_solve - t.evaluations_before_solve, t.optimiser_setup,
                      t.smoothing, t.monitor, t.writing,
                      t.solve - t.callbacks - t.monitor - t.smoothing,
@@ -825,8 +797,7 @@ private:
     bool smoothing_on_ = false;
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
-    int iteration_offset_ = 0, evaluation_offset_ = 0, evaluations_ = 0;
-    int propagation_offset_ = 0, propagations_ = 0, products_ = 0;
+    int iteration_offset_ = 0, evaluation_offset_ = 0, propagation_offset_ = 0;
     InversionMethod method_ = InversionMethod::lbfgs;
     Mat hessian_ = nullptr;          // the Newton-type methods' Hessian (a shell), while TAO runs
     std::vector<double> hessian_x_;  // the point TAO last asked the Hessian at
@@ -835,12 +806,9 @@ private:
     bool stopped_ = false;
     std::string user_reason_;
     std::exception_ptr failure_;
-    bool cache_valid_ = false;
-    Array2D cache_eps_r_, cache_sigma_;  // the model of the cached evaluation
-    Array2D cache_ge_, cache_gs_;
-    double cache_j_ = 0;
     BackgroundWriter& writer_;
     StageTimes times_;
+    StageObjective eval_{objective_, stage_, times_.evaluations};  // the data misfit, its gradient, the propagations
     Model trial_;  // the model of the evaluation in progress
     // whole TAO vectors, their memory reused by every evaluation
     std::vector<double> x_whole_, g_whole_, smooth_whole_;
