@@ -53,6 +53,22 @@ std::vector<double> random_vector(std::size_t n, std::uint32_t seed) {
     return v;
 }
 
+/// A stage's node weights for tests of its change of variables: every
+/// `period`-th node masked (weight 0), the others in (lo, 1] from r's first
+/// values.
+struct NodeWeights {
+    std::vector<double> weight;
+    std::vector<char> masked;
+};
+NodeWeights node_weights(const std::vector<double>& r, std::size_t n, std::size_t period, double lo) {
+    NodeWeights w{std::vector<double>(n), std::vector<char>(n)};
+    for (std::size_t i = 0; i < n; ++i) {
+        w.masked[i] = i % period == 0;
+        w.weight[i] = w.masked[i] ? 0.0 : lo + (1 - lo) / (1 + r[i] * r[i]);
+    }
+    return w;
+}
+
 /// Slopes of |f(x + h d) - f(x) - h <g, d>| over h = 2^-2 .. 2^-6 must be ~2.
 template <typename F>
 void expect_taylor_second_order(F&& f, const std::vector<double>& x, const std::vector<double>& d, const char* what) {
@@ -301,13 +317,8 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
     spec.regularize_eps_r = {0.3, 0.7, 0.5};
     spec.regularize_sigma = {0.0, 0.5, 0.2};
     const std::vector<int> params{0, 1};
-    std::vector<double> weight(n);
-    std::vector<char> masked(n);
     const auto r = random_vector(3 * n, 11);
-    for (std::size_t i = 0; i < n; ++i) {
-        masked[i] = i % 17 == 0;
-        weight[i] = masked[i] ? 0.0 : 0.6 + 0.4 / (1 + r[i] * r[i]);
-    }
+    const auto [weight, masked] = node_weights(r, n, 17, 0.6);
     const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004, 1e-9, 1e9, 1e-30, 1e30};  // (no bound reached)
     Model base = Model::uniform(g, 7.0, 0.004);
     std::vector<double> x(2 * n);
@@ -362,13 +373,8 @@ TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
     const Grid g{23, 17, 0.05, 0.04};
     const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
     const std::vector<int> params{0, 1};
-    std::vector<double> weight(n);
-    std::vector<char> masked(n);
     const auto r = random_vector(6 * n, 21);
-    for (std::size_t i = 0; i < n; ++i) {
-        masked[i] = i % 13 == 0;
-        weight[i] = masked[i] ? 0.0 : 0.5 + 0.5 / (1 + r[i] * r[i]);
-    }
+    const auto [weight, masked] = node_weights(r, n, 13, 0.5);
     const StageVariables v{params, weight, masked, 0.4, 0.3, 6.0, 0.005, 1.0, 30.0, 1e-4, 0.1};
     Model m = Model::uniform(g, 6.0, 0.005), base = m;
     for (std::size_t i = 0; i < n; ++i) {
@@ -466,14 +472,11 @@ TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
     const Grid g{19, 14, 0.1, 0.1};
     const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
     const std::vector<int> params{0, 1};
-    std::vector<double> weight(n);
-    std::vector<char> masked(n);
     const auto r = random_vector(4 * n, 31);
+    const auto [weight, masked] = node_weights(r, n, 11, 0.5);
     Model m = Model::uniform(g, 6.0, 0.005);
     Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
     for (std::size_t i = 0; i < n; ++i) {
-        masked[i] = i % 11 == 0;
-        weight[i] = masked[i] ? 0.0 : 0.5 + 0.5 / (1 + r[i] * r[i]);
         m.sigma.data()[i] = 0.005 * std::exp(0.3 * r[n + i]);
         ge.data()[i] = masked[i] ? 1e6 : r[2 * n + i];
         gs.data()[i] = masked[i] ? 1e9 : 300 * r[3 * n + i];
