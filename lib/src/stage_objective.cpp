@@ -29,11 +29,8 @@ double StageObjective::evaluate(const Model& m, Array2D* illumination) {
 
 void StageObjective::hessian_vector(const Model& m, const Array2D& v_eps_r, const Array2D& v_sigma, HessianKind kind,
                                     Array2D& hv_eps_r, Array2D& hv_sigma) {
-    {
-        const ScopeTimer timer(seconds_);
-        propagations_ += objective_.hessian_vector(m, stage_, v_eps_r, v_sigma, kind, hv_eps_r, hv_sigma);
-    }
-    ++products_;
+    const ScopeTimer timer(seconds_);
+    propagations_ += objective_.hessian_vector(m, stage_, v_eps_r, v_sigma, kind, hv_eps_r, hv_sigma);
 }
 
 }  // namespace gprfwi

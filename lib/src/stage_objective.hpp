@@ -37,7 +37,6 @@ public:
     /// Evaluations and propagations (forward, Born or adjoint runs) so far.
     int evaluations() const { return evaluations_; }
     int propagations() const { return propagations_; }
-    int products() const { return products_; }
 
 private:
     InversionObjective& objective_;
@@ -47,7 +46,7 @@ private:
     Array2D eps_r_, sigma_;  // the model of the held evaluation (all that changes within a stage)
     Array2D ge_, gs_;
     double j_ = 0;
-    int evaluations_ = 0, propagations_ = 0, products_ = 0;
+    int evaluations_ = 0, propagations_ = 0;
 };
 
 }  // namespace gprfwi
