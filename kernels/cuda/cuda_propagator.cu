@@ -754,7 +754,7 @@ public:
     /// `source`) takes the gradient's fused steps (k::cuda::adjoint_step),
     /// imaging with Ey into the first-order sums; its derivative (driven by
     /// `d_source`) takes each pass as a launch over the grid
-    /// (k::cuda::adjoint_passes), its first pass reading the adjoint's
+    /// (k::cuda::second_order_passes), its first pass reading the adjoint's
     /// lambda_ey of the step, which the fused step leaves in its input buffer;
     /// the derivative's sums per node in the CPU's order
     /// (k::cuda::second_order_imaging). The derivative's fields are the Born
@@ -807,7 +807,7 @@ public:
             k::cuda::adjoint_step<T, ORDER, Stored>(g_, materials(), x, z, adj, next_adj, scratch, &img, nullptr, sparse,
                                                     opt_.cuda, stream_);
             const k::BornCoupling<T> coupling{dca_.get(), dcb_.get(), adj.ey};  // (the step left it as it was)
-            k::cuda::adjoint_passes<T, ORDER>(g_, materials(), x, z, sec, scratch, &coupling, stream_);
+            k::cuda::second_order_passes<T, ORDER>(g_, materials(), x, z, sec, scratch, coupling, stream_);
             adj_cur = 1 - adj_cur;
             if (check_now(m)) {
                 check_finite(next_adj, m, "the adjoint field lambda_ey");

@@ -2154,10 +2154,10 @@ __global__ void __launch_bounds__(kStepWarps * 32)
 }
 
 // The second-order adjoint's kernels: node kernels over the whole grid, one
-// thread per pack of a row and one shot (blockIdx.y), each pass its own
-// launch and in place, as the CPU runs them (the passes' frame functions with
-// the fields as both `in` and `out`), and the imaging sums of the adjoint's
-// derivative. The fused adjoint_step's tiles and marching warps have no
+// thread per pack of a row and one shot (blockIdx.y), each pass of the
+// adjoint's derivative its own launch and in place, as the CPU runs them (the
+// passes' frame functions with the fields as both `in` and `out`), and the
+// derivative's imaging sums. The fused adjoint_step's tiles and marching warps have no
 // coupled pass 1 (yet): the coupled field's steps take these.
 
 template <typename T>
@@ -2171,12 +2171,12 @@ __device__ __forceinline__ bool grid_pack(const GridParams<T>& g, int& ix0, int&
     return true;
 }
 
-template <typename T, bool COUPLED>
-__global__ void grid_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
-                                      TmFields<T> f, AdjointScratch<T> sc, BornCoupling<T> lin) {
+template <typename T>
+__global__ void grid_coupled_e_prepare_kernel(GridParams<T> g, MaterialView<T> m, CpmlAxis<T> x, CpmlAxis<T> z,
+                                              TmFields<T> f, AdjointScratch<T> sc, BornCoupling<T> lin) {
     int ix0, iz;
     if (grid_pack(g, ix0, iz))
-        adjoint_e_prepare_pack<T, COUPLED>(g, m, x, z, f, f, sc, ix0, iz, blockIdx.y, true, &lin);
+        adjoint_e_prepare_pack<T, true>(g, m, x, z, f, f, sc, ix0, iz, blockIdx.y, true, &lin);
 }
 
 template <typename T, int ORDER>
@@ -2537,15 +2537,12 @@ dim3 grid_packs_blocks(const GridParams<T>& g, int threads) {
 }
 
 template <typename T, int ORDER>
-void adjoint_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                    const TmFields<T>& f, const AdjointScratch<T>& s, const BornCoupling<T>* coupling,
-                    Stream stream) {
+void second_order_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                         const CpmlAxis<T>& z, const TmFields<T>& f, const AdjointScratch<T>& s,
+                         const BornCoupling<T>& coupling, Stream stream) {
     constexpr int kThreads = 256;
     const dim3 blocks = grid_packs_blocks(g, kThreads);
-    if (coupling)
-        grid_e_prepare_kernel<T, true><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s, *coupling);
-    else
-        grid_e_prepare_kernel<T, false><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s, BornCoupling<T>{});
+    grid_coupled_e_prepare_kernel<T><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s, coupling);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
     grid_h_kernel<T, ORDER><<<blocks, kThreads, 0, stream>>>(g, m, x, z, f, s);
     GPRFWI_CUDA_CHECK(cudaGetLastError());
@@ -2668,9 +2665,9 @@ void flag_non_finite(const GridParams<T>& g, const TmFields<T>& f, int* flags, i
     template void step<T, ORDER, Bf16>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,         \
                                        const CpmlAxis<T>&, const TmFields<T>&, const TmFields<T>&, Bf16*,        \
                                        const StepSources*, const StepSamples*, const CudaTuning&, Stream);       \
-    template void adjoint_passes<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&,     \
-                                           const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&,    \
-                                           const BornCoupling<T>*, Stream);                                      \
+    template void second_order_passes<T, ORDER>(const GridParams<T>&, const MaterialView<T>&, const CpmlAxis<T>&, \
+                                                const CpmlAxis<T>&, const TmFields<T>&, const AdjointScratch<T>&, \
+                                                const BornCoupling<T>&, Stream);                                  \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, T) GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Bf16)                           \
     GPRFWI_INSTANTIATE_ADJOINT(T, ORDER, Fp8)
 #define GPRFWI_INSTANTIATE_TYPE(T)                                                                                  \

@@ -359,14 +359,15 @@ void adjoint_step(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAx
                   const ImagingView<T, Stored>* img, const PairedImaging<T, Stored>* pair,
                   const AdjointSparse& sparse, const CudaTuning& tuning, Stream stream);
 
-/// One adjoint step's passes in place, as the CPU runs them:
-/// cpu::adjoint_e_prepare (cpu::second_order_e_prepare with `coupling`),
-/// adjoint_h and adjoint_e_finish, each a launch over the whole grid. `s`
-/// (q and p, zero halos) is written and read in full. The second-order
-/// adjoint's steps; the gradient's take the fused adjoint_step.
+/// One step of the second-order adjoint's coupled field f, in place, as the
+/// CPU runs it: cpu::second_order_e_prepare (reading `coupling`'s
+/// lambda_ey), adjoint_h and adjoint_e_finish, each a launch over the whole
+/// grid. `s` (q and p, zero halos) is written and read in full. (The
+/// adjoint it couples to takes the fused adjoint_step.)
 template <typename T, int ORDER>
-void adjoint_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x, const CpmlAxis<T>& z,
-                    const TmFields<T>& f, const AdjointScratch<T>& s, const BornCoupling<T>* coupling, Stream stream);
+void second_order_passes(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
+                         const CpmlAxis<T>& z, const TmFields<T>& f, const AdjointScratch<T>& s,
+                         const BornCoupling<T>& coupling, Stream stream);
 
 /// The second-order adjoint's derivative sums at one step, per node in the
 /// CPU's order (cpu's second and third imaging_condition calls): dlambda_ey
