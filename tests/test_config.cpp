@@ -491,15 +491,17 @@ inversion:
     EXPECT_TRUE(s.save_gradients);
     EXPECT_EQ(s.petsc_options, "-tao_ls_type armijo");
     EXPECT_EQ(s.method, InversionMethod::lbfgs);
+    EXPECT_EQ(s.max_propagations, 0) << "no budget unless one is set";
     EXPECT_FALSE(s.stages[0].method.has_value());
     {  // Newton-type methods, per campaign and per stage
         const Campaign n = load_campaign(write_run_file("campaign", base),
                                          {"inversion.misfit=relative", "inversion.method=gauss_newton",
-                                          "inversion.newton={cg_iterations: 4, cg_tolerance: 0.3}",
+                                          "inversion.newton={cg_iterations: 4, cg_tolerance: 0.3}", "inversion.max_propagations=600",
                                           "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: newton}]"});
         EXPECT_EQ(n.inversion.method, InversionMethod::gauss_newton);
         EXPECT_EQ(n.inversion.newton_cg_iterations, 4);
         EXPECT_EQ(n.inversion.newton_cg_tolerance, 0.3);
+        EXPECT_EQ(n.inversion.max_propagations, 600);
         ASSERT_EQ(n.inversion.stages.size(), 1u);
         EXPECT_EQ(n.inversion.stages[0].method, InversionMethod::newton);
     }
@@ -534,6 +536,7 @@ inversion:
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: gauss_newton}]"},
          "inversion.misfit: the envelope misfit has no Hessian yet"},
         {{"inversion.newton={cg_iterations: 0}"}, "inversion.newton.cg_iterations: expected an integer in [1, 1000]"},
+        {{"inversion.max_propagations=0"}, "inversion.max_propagations: expected an integer in [1, 1000000000]"},
     };
     for (const auto& [overrides, expected] : bad) {
         try {

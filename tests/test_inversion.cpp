@@ -564,7 +564,7 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
 /// A stage's own stopping rules: the misfit's fall over its window, counted
 /// within the stage only (rows of the stage before do not count), and its
 /// wall-time budget; neither when switched off.
-TEST(StageStopping, MisfitWindowAndTimeBudget) {
+TEST(StageStopping, MisfitWindowTimeAndPropagationBudgets) {
     StageSpec st;
     st.name = "full";
     st.min_relative_decrease = 0.01;
@@ -580,18 +580,24 @@ TEST(StageStopping, MisfitWindowAndTimeBudget) {
     row("full", 5.0);
     row("full", 4.99);
     row("full", 4.98);
-    EXPECT_EQ(stage_stop_reason(st, h, 0), "") << "the window reaches back into the stage before";
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "") << "the window reaches back into the stage before";
     row("full", 4.96);  // 0.8% below 5.0, three iterations back
-    EXPECT_NE(stage_stop_reason(st, h, 0).find("less than 0.01 over 3"), std::string::npos);
+    EXPECT_NE(stage_stop_reason(st, h, 0, 0).find("less than 0.01 over 3"), std::string::npos);
     h.back().misfit = 4.94;  // 1.2%: goes on
-    EXPECT_EQ(stage_stop_reason(st, h, 0), "");
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "");
     st.max_seconds = 60;
-    EXPECT_EQ(stage_stop_reason(st, h, 59.9), "");
-    EXPECT_NE(stage_stop_reason(st, h, 60.1).find("wall-time budget of 60 s"), std::string::npos);
+    EXPECT_EQ(stage_stop_reason(st, h, 59.9, 0), "");
+    EXPECT_NE(stage_stop_reason(st, h, 60.1, 0).find("wall-time budget of 60 s"), std::string::npos);
     st.max_seconds = 0;
     st.min_relative_decrease = 0;
     h.back().misfit = 5.0;  // no fall at all, but no rule
-    EXPECT_EQ(stage_stop_reason(st, h, 1e9), "");
+    EXPECT_EQ(stage_stop_reason(st, h, 1e9, 0), "");
+    // the campaign's budget counts every stage's propagations (each stage's latest row)
+    for (std::size_t i = 0; i < h.size(); ++i) h[i].propagations = 10 * static_cast<int>(i) + 2;  // low: 2; full: 12..42
+    EXPECT_EQ(campaign_propagations(h), 2 + 42);
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 45), "");
+    EXPECT_NE(stage_stop_reason(st, h, 0, 44).find("budget of 44 propagations"), std::string::npos);
+    EXPECT_EQ(campaign_propagations({}), 0);
 }
 
 /// The regularisers and the updates' smoothing run on all threads; what they
@@ -1244,6 +1250,23 @@ TEST(Tao, TinyMisfitStillIterates) {
     EXPECT_LT(r.history.back().misfit - best, 1e-4 * (r.history.front().misfit - best)) << "the scale must not matter";
     // sigma moved in the second stage, towards b
     EXPECT_NEAR(r.model.sigma(3, 9), 0.001 * std::exp(0.9), 1e-3 * 0.001 * std::exp(0.9));
+}
+
+// The campaign's propagation budget stops the stage at the first iteration
+// that reaches it and skips the stages after it; the final model is written.
+TEST(Tao, PropagationBudgetStopsTheCampaign) {
+    const Grid g{10, 8, 0.1, 0.1};
+    const std::string dir = scratch_dir("budget");
+    InversionSpec spec = quadratic_spec();
+    spec.max_propagations = 9;
+    Quadratic q(g, 1.0);
+    const InversionResult r = invert(Model::uniform(g, 5.0, 0.002), spec, q, dir, "", false);
+    ASSERT_GE(r.history.size(), 2u);
+    for (const HistoryRow& row : r.history) EXPECT_EQ(row.stage, "eps") << "the second stage must be skipped";
+    EXPECT_GE(r.history.back().propagations, 9);
+    EXPECT_LT(r.history[r.history.size() - 2].propagations, 9) << "the stage must stop at the first iteration that reaches it";
+    EXPECT_LT(r.history.back().iteration, spec.stages[0].iterations);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
 }
 
 TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {

@@ -129,6 +129,12 @@ struct InversionSpec {
     /// Newton).
     int newton_cg_iterations = 10;
     double newton_cg_tolerance = 0.1;
+    /// > 0: the campaign's budget of propagations (forward, Born and adjoint
+    /// runs, as the history counts them): checked after every iteration, the
+    /// campaign stops at the first that reaches it and skips its later
+    /// stages. What methods compare at (equal cost), and what a user with a
+    /// compute budget sets.
+    long max_propagations = 0;
 };
 
 /// lambda = c0 / (f sqrt(eps_r mu_r)) with eps_r mu_r the model's largest:
@@ -293,9 +299,15 @@ struct HistoryRow {
 /// Why a stage stops after its latest iteration (history's last row, of
 /// misfit j), by its own rules beyond TAO's, or "" to go on: its misfit
 /// fell by less than min_relative_decrease over the last decrease_window
-/// iterations of this stage, or its wall-time budget (max_seconds) is spent
-/// after `stage_seconds`.
-std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds);
+/// iterations of this stage, its wall-time budget (max_seconds) is spent
+/// after `stage_seconds`, or the campaign's propagations (all stages of the
+/// history) reached `max_propagations` (> 0; 0: no budget).
+std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds,
+                              long max_propagations);
+
+/// The propagations of the whole campaign so far: each stage's latest row
+/// (the history counts per stage).
+long campaign_propagations(const std::vector<HistoryRow>& history);
 
 struct InversionResult {
     Model model;

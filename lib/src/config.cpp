@@ -566,7 +566,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model", "estimate_wavelet", "scan", "method", "newton"});
+                   "true_model", "estimate_wavelet", "scan", "method", "newton", "max_propagations"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -673,6 +673,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (nt["cg_iterations"]) s.newton_cg_iterations = static_cast<int>(r.integer(nt["cg_iterations"], p + ".newton.cg_iterations", 1, 1000));
         if (nt["cg_tolerance"]) s.newton_cg_tolerance = r.number(nt["cg_tolerance"], p + ".newton.cg_tolerance", 0, 1, true);
     }
+    if (inv["max_propagations"]) s.max_propagations = static_cast<long>(r.integer(inv["max_propagations"], p + ".max_propagations", 1, 1000000000));
     // Newton-type methods need the misfit's Hessian in data space
     bool newton_type = s.method != InversionMethod::lbfgs;
     for (const StageSpec& st : s.stages) newton_type = newton_type || st.method.value_or(s.method) != InversionMethod::lbfgs;

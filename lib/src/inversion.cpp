@@ -179,7 +179,15 @@ std::vector<int> active_parameters(const StageSpec& stage) {
 
 }  // namespace
 
-std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds) {
+long campaign_propagations(const std::vector<HistoryRow>& history) {
+    long total = 0;
+    for (std::size_t i = 0; i < history.size(); ++i)
+        if (i + 1 == history.size() || history[i + 1].stage != history[i].stage) total += history[i].propagations;
+    return total;
+}
+
+std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds,
+                              long max_propagations) {
     std::string why;
     const int w = stage.decrease_window;
     if (stage.min_relative_decrease > 0 && static_cast<int>(history.size()) > w) {
@@ -190,6 +198,8 @@ std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryR
     }
     if (stage.max_seconds > 0 && stage_seconds > stage.max_seconds)
         why = fmt::format("the stage's wall-time budget of {} s is spent", stage.max_seconds);
+    if (max_propagations > 0 && campaign_propagations(history) >= max_propagations)
+        why = fmt::format("the campaign's budget of {} propagations is spent", max_propagations);
     return why;
 }
 
@@ -576,7 +586,7 @@ private:
         const int iteration = iteration_offset_ + static_cast<int>(its);
         append_row(make_row(iteration, j, gnorm, step));
         write_iteration(iteration, false);
-        std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed());
+        std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed(), spec_.max_propagations);
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
             stopped_ = true;
             why = "stop requested by a signal";
@@ -1092,6 +1102,11 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     BackgroundWriter writer;  // rank 0's
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
+        if (spec.max_propagations > 0 && campaign_propagations(result.history) >= spec.max_propagations) {
+            spdlog::info("stage {} and any after it skipped: the campaign's budget of {} propagations is spent ({})",
+                         stage.name, spec.max_propagations, campaign_propagations(result.history));
+            break;
+        }
         spdlog::info("stage {} ({} of {}): {}{}, up to {} iterations{}", stage.name, k + 1, spec.stages.size(),
                      stage.invert_eps_r ? (stage.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
                      stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
