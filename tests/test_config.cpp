@@ -492,16 +492,18 @@ inversion:
     EXPECT_EQ(s.petsc_options, "-tao_ls_type armijo");
     EXPECT_EQ(s.method, InversionMethod::lbfgs);
     EXPECT_EQ(s.max_propagations, 0) << "no budget unless one is set";
+    EXPECT_FALSE(s.newton_preconditioner.has_value()) << "auto";
     EXPECT_FALSE(s.stages[0].method.has_value());
     {  // Newton-type methods, per campaign and per stage
         const Campaign n = load_campaign(write_run_file("campaign", base),
                                          {"inversion.misfit=relative", "inversion.method=gauss_newton",
-                                          "inversion.newton={cg_iterations: 4, cg_tolerance: 0.3}", "inversion.max_propagations=600",
+                                          "inversion.newton={cg_iterations: 4, cg_tolerance: 0.3, preconditioner: lbfgs}", "inversion.max_propagations=600",
                                           "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: newton}]"});
         EXPECT_EQ(n.inversion.method, InversionMethod::gauss_newton);
         EXPECT_EQ(n.inversion.newton_cg_iterations, 4);
         EXPECT_EQ(n.inversion.newton_cg_tolerance, 0.3);
         EXPECT_EQ(n.inversion.max_propagations, 600);
+        EXPECT_EQ(n.inversion.newton_preconditioner, NewtonPreconditioner::lbfgs);
         ASSERT_EQ(n.inversion.stages.size(), 1u);
         EXPECT_EQ(n.inversion.stages[0].method, InversionMethod::newton);
     }
@@ -536,6 +538,7 @@ inversion:
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, method: gauss_newton}]"},
          "inversion.misfit: the envelope misfit has no Hessian yet"},
         {{"inversion.newton={cg_iterations: 0}"}, "inversion.newton.cg_iterations: expected an integer in [1, 1000]"},
+        {{"inversion.newton={preconditioner: jacobi}"}, "inversion.newton.preconditioner: expected one of smoothing, lbfgs, got 'jacobi'"},
         {{"inversion.max_propagations=0"}, "inversion.max_propagations: expected an integer in [1, 1000000000]"},
     };
     for (const auto& [overrides, expected] : bad) {

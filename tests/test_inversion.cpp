@@ -962,9 +962,10 @@ TEST(Tao, NewtonMethodsReachTheBoundedMinimumInFewerIterations) {
 }
 
 // A Newton stage with the regularisers on (their analytic Hessian-vector
-// products) reaches L-BFGS's minimum, the bounds active and the
-// smoothing asked for; and an objective without
-// Hessian-vector products is refused with a message.
+// products) reaches L-BFGS's minimum, the bounds active and the updates'
+// smoothing preconditioning its CG on the free variables (never falling
+// back for want of them); and an objective without Hessian-vector products
+// is refused with a message.
 TEST(Tao, NewtonWithRegularizationAndObjectivesWithoutHessians) {
     const Grid g{10, 8, 0.1, 0.1};
     InversionSpec spec = quadratic_spec();
@@ -977,9 +978,6 @@ TEST(Tao, NewtonWithRegularizationAndObjectivesWithoutHessians) {
     Quadratic a(g, 1.0), b(g, 1.0);
     const InversionResult lbfgs = invert(start, spec, a, scratch_dir("reg-lbfgs"), "", false);
     spec.method = InversionMethod::newton;
-    // with the updates' smoothing asked for, which Newton stages leave off (their CG runs on the free
-    // variables' subvector, which a whole-vector preconditioner would overrun)
-    spec.smoothing_m = spec.smoothing_sigma_m = 0.2;
     const InversionResult newton = invert(start, spec, b, scratch_dir("reg-newton"), "", false);
     double diff = 0, norm = 0;
     for (std::size_t i = 0; i < start.eps_r.size(); ++i) {
@@ -1002,6 +1000,24 @@ TEST(Tao, NewtonWithRegularizationAndObjectivesWithoutHessians) {
     ASSERT_LT(lbfgs_its, std::numeric_limits<int>::max()) << "L-BFGS never brought |g| below 1e-6";
     EXPECT_LT(newton_its, lbfgs_its);
 
+    // the updates' smoothing preconditioning the CG, the bounds active: the CG runs on the free variables
+    // the stage finds (where TAO's differ, the stage throws), and the misfit falls most of the way to the
+    // minimum (not all: this quadratic's weights vary from node to node, and the smooth steps reach the
+    // rough part of its minimum slowly, as the smoothing means them to)
+    spec.smoothing_m = spec.smoothing_sigma_m = 0.2;
+    spec.newton_preconditioner = NewtonPreconditioner::smoothing;  // (auto: TAO's L-BFGS for full Newton)
+    Quadratic c(g, 1.0);
+    const InversionResult smoothed = invert(start, spec, c, scratch_dir("reg-newton-smooth"), "", false);
+    int bounded = 0;
+    for (std::size_t i = 0; i < start.eps_r.size(); ++i) bounded += smoothed.model.eps_r.data()[i] == spec.eps_r_max;
+    const double j_min = lbfgs.history.back().misfit, j_start = smoothed.history.front().misfit;
+    std::printf("smoothed Newton: %d nodes at the upper bound, misfit %.6g after %d iterations (minimum %.6g, start %.6g)\n",
+                bounded, smoothed.history.back().misfit, smoothed.history.back().iteration, j_min, j_start);
+    EXPECT_GT(bounded, 0) << "the bounds must be active for the free variables to be a subset";
+    EXPECT_LT(smoothed.history.back().misfit - j_min, 1e-2 * (j_start - j_min));
+
+    spec.smoothing_m = spec.smoothing_sigma_m = 0;
+    spec.newton_preconditioner.reset();
     Quadratic inner(g, 1.0);
     GradientOnly t(inner);
     spec.regularize_eps_r = {};
@@ -1058,6 +1074,47 @@ double constrained_minimum(const Quadratic& q, const InversionSpec& s, double sc
         j += 0.5 * w * std::pow(std::clamp(a, s.eps_r_min, s.eps_r_max) - a, 2);
     }
     return scale * j;
+}
+
+// The smoothing preconditions a Gauss-Newton stage's CG (unless
+// inversion.newton.preconditioner asks for TAO's L-BFGS): with one product an
+// iteration, the first update is the smoothed gradient's direction, whose
+// roughness (second differences) is a fraction of the plain step's (the
+// quadratic's weights vary from node to node, so its gradient is rough).
+TEST(Tao, SmoothingPreconditionsTheNewtonSteps) {
+    const Grid g{40, 30, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.stages.resize(1);  // eps_r
+    spec.stages[0].iterations = 1;
+    spec.method = InversionMethod::gauss_newton;
+    spec.newton_cg_iterations = 1;
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    const auto roughness = [&](const InversionResult& r) {
+        // second differences along x over the update's size (a linear trend is not rough), away from
+        // the edges, where the smoothing's own boundary bends the update
+        double d2 = 0, n2 = 0;
+        const auto u = [&](int iz, int ix) { return r.model.eps_r(iz, ix) - start.eps_r(iz, ix); };
+        for (int iz = 6; iz < g.nz - 6; ++iz)
+            for (int ix = 6; ix < g.nx - 6; ++ix) {
+                n2 += u(iz, ix) * u(iz, ix);
+                d2 += std::pow(u(iz, ix + 1) - 2 * u(iz, ix) + u(iz, ix - 1), 2);
+            }
+        return std::sqrt(d2 / n2);
+    };
+    Quadratic a(g, 1.0), b(g, 1.0);
+    const InversionResult plain = invert(start, spec, a, scratch_dir("newton-plain"), "", false);
+    spec.smoothing_m = 0.2;
+    const InversionResult smooth = invert(start, spec, b, scratch_dir("newton-smooth"), "", false);
+    ASSERT_EQ(plain.history.back().iteration, 1);
+    ASSERT_EQ(smooth.history.back().iteration, 1);
+    std::printf("roughness of the first update: %.3f plain, %.3f smoothed\n", roughness(plain), roughness(smooth));
+    EXPECT_LT(roughness(smooth), 0.5 * roughness(plain));
+    EXPECT_LT(smooth.history.back().misfit, smooth.history.front().misfit);
+    // TAO's L-BFGS asked for instead: the plain step
+    spec.newton_preconditioner = NewtonPreconditioner::lbfgs;
+    Quadratic c(g, 1.0);
+    const InversionResult unsmoothed = invert(start, spec, c, scratch_dir("newton-lbfgs-pc"), "", false);
+    EXPECT_EQ(roughness(unsmoothed), roughness(plain));
 }
 
 // Air: sigma = 0 in a masked layer, with a regulariser on log(sigma) (which

@@ -28,6 +28,7 @@ namespace gprfwi {
 /// semi-definite, two propagations a product at the current model) or full
 /// (the second-order adjoint; CPU backend).
 enum class InversionMethod { lbfgs, gauss_newton, newton };
+enum class NewtonPreconditioner { smoothing, lbfgs };
 InversionMethod parse_inversion_method(const std::string& name);
 const char* to_string(InversionMethod m);
 
@@ -117,7 +118,9 @@ struct InversionSpec {
     /// is L-BFGS's initial inverse Hessian (gamma S, S symmetric positive
     /// semi-definite, gamma from the latest step as in standard L-BFGS
     /// scaling), so TAO's gradient, bounds and line search are untouched and
-    /// the updates it proposes are smooth. Needs TAO type blmvm or lmvm.
+    /// the updates it proposes are smooth. Needs TAO type blmvm or lmvm;
+    /// in Newton-type stages it preconditions their CG instead
+    /// (newton_preconditioner).
     /// One length for eps_r, one for sigma (S is block diagonal).
     double smoothing_m = 0;
     double smoothing_sigma_m = 0;
@@ -129,6 +132,12 @@ struct InversionSpec {
     /// Newton).
     int newton_cg_iterations = 10;
     double newton_cg_tolerance = 0.1;
+    /// What preconditions that CG: the updates' smoothing (restricted to
+    /// the free variables), or TAO's own L-BFGS approximation; unset
+    /// (`auto`): the smoothing for Gauss-Newton stages, L-BFGS's for full
+    /// Newton ones, whose indefinite Hessian takes long smooth steps in the
+    /// low band (docs/inversion.md, "Methods"). Without smoothing, L-BFGS's.
+    std::optional<NewtonPreconditioner> newton_preconditioner;
     /// > 0: the campaign's budget of propagations (forward, Born and adjoint
     /// runs, as the history counts them): checked after every iteration, the
     /// campaign stops at the first that reaches it and skips its later

@@ -669,9 +669,13 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     if (inv["petsc_options"]) s.petsc_options = r.text(inv["petsc_options"], p + ".petsc_options");
     if (inv["method"]) s.method = parse_inversion_method(r.text(inv["method"], p + ".method", {"lbfgs", "gauss_newton", "newton"}));
     if (const YAML::Node nt = inv["newton"]) {
-        r.map(nt, p + ".newton", {"cg_iterations", "cg_tolerance"});
+        r.map(nt, p + ".newton", {"cg_iterations", "cg_tolerance", "preconditioner"});
         if (nt["cg_iterations"]) s.newton_cg_iterations = static_cast<int>(r.integer(nt["cg_iterations"], p + ".newton.cg_iterations", 1, 1000));
         if (nt["cg_tolerance"]) s.newton_cg_tolerance = r.number(nt["cg_tolerance"], p + ".newton.cg_tolerance", 0, 1, true);
+        if (nt["preconditioner"] && !is_auto(nt["preconditioner"]))
+            s.newton_preconditioner = r.text(nt["preconditioner"], p + ".newton.preconditioner", {"smoothing", "lbfgs"}) == "smoothing"
+                                          ? NewtonPreconditioner::smoothing
+                                          : NewtonPreconditioner::lbfgs;
     }
     if (inv["max_propagations"]) s.max_propagations = static_cast<long>(r.integer(inv["max_propagations"], p + ".max_propagations", 1, 1000000000));
     // Newton-type methods need the misfit's Hessian in data space

@@ -398,10 +398,11 @@ private:
         regularization_.hessian(m, vars, v, out);
     }
 
-    static PetscErrorCode form_hessian(Tao, Vec x, Mat, Mat, void* ctx) {
+    static PetscErrorCode form_hessian(Tao tao, Vec x, Mat, Mat, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
         try {
             self->hessian_x_ = self->gather(x);
+            if (self->newton_smoothing_) self->find_free_variables(tao, x);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -428,9 +429,9 @@ private:
 
     /// Newton-type methods: TAO's bounded Newton line search with the Hessian
     /// as a shell, its inner CG truncated (inversion.newton) and
-    /// preconditioned by TAO's own L-BFGS approximation. (The updates'
-    /// smoothing cannot precondition it: the CG runs on the free variables
-    /// only, a subvector whose layout changes with the active bounds.)
+    /// preconditioned by the updates' smoothing where the stage smooths and
+    /// inversion.newton.preconditioner asks for it (install_newton_smoothing),
+    /// else by TAO's own L-BFGS approximation.
     void install_newton(Tao tao, Vec x) {
         GPRFWI_PETSC(TaoSetType(tao, TAOBNLS));
         PetscInt local = 0, global = 0;
@@ -478,6 +479,72 @@ private:
             return PETSC_ERR_USER;
         }
         return 0;
+    }
+
+    // --- Newton-type stages: the smoothing preconditions the inner CG ---
+    /// TAO's bounded Newton solves for the free variables only: the CG's
+    /// vectors hold those entries of x, in order. They are the ones that
+    /// VecWhichInactive finds from the bounds, x and TAO's projected gradient
+    /// (zero where a bound is active), as TAO's own active-set estimate
+    /// without Bertsekas' trial step (-tao_bnk_as_type none).
+    void find_free_variables(Tao tao, Vec x) {
+        Vec lo = nullptr, hi = nullptr, g = nullptr;
+        GPRFWI_PETSC(TaoGetVariableBounds(tao, &lo, &hi));
+        GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
+        IS free = nullptr, all = nullptr;
+        GPRFWI_PETSC(VecWhichInactive(lo, x, g, hi, PETSC_TRUE, &free));
+        GPRFWI_PETSC(ISAllGather(free, &all));
+        PetscInt n = 0;
+        const PetscInt* idx = nullptr;
+        GPRFWI_PETSC(ISGetSize(all, &n));
+        GPRFWI_PETSC(ISGetIndices(all, &idx));
+        free_.assign(idx, idx + n);
+        GPRFWI_PETSC(ISRestoreIndices(all, &idx));
+        ISDestroy(&all);
+        ISDestroy(&free);
+    }
+
+    /// z = P' S P r: the free variables r placed in the whole vector (zero
+    /// elsewhere), smoothed, and read back; symmetric positive semi-definite
+    /// as S is, so a CG preconditioner, whose steps are then as smooth as
+    /// L-BFGS's.
+    static PetscErrorCode apply_reduced_smoothing(PC pc, Vec in, Vec out) {
+        void* ctx = nullptr;
+        PetscCall(PCShellGetContext(pc, &ctx));
+        auto* self = static_cast<StageRun*>(ctx);
+        const ScopeTimer timer(self->times_.smoothing);
+        try {
+            std::vector<double> r = self->gather(in);
+            if (r.size() != self->free_.size())
+                throw Error(fmt::format("stage {}: the Newton CG runs on {} variables where {} are free (TAO estimated "
+                                        "its active set otherwise than expected)", self->stage_.name, r.size(),
+                                        self->free_.size()));
+            std::vector<double>& v = self->smooth_whole_;
+            v.assign(self->n_ * self->params_.size(), 0.0);
+            for (std::size_t k = 0; k < r.size(); ++k) v[static_cast<std::size_t>(self->free_[k])] = r[k];
+            self->smoothing_.smooth(v);
+            for (std::size_t k = 0; k < r.size(); ++k) r[k] = v[static_cast<std::size_t>(self->free_[k])];
+            scatter(r, out);
+        } catch (...) {
+            self->failure_ = std::current_exception();
+            return PETSC_ERR_USER;
+        }
+        return 0;
+    }
+
+    void install_newton_smoothing(Tao tao) {
+        KSP ksp = nullptr;
+        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
+        if (!ksp) return;
+        PC pc = nullptr;
+        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
+        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
+        GPRFWI_PETSC(PCShellSetContext(pc, this));
+        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_reduced_smoothing));
+        GPRFWI_PETSC(PCShellSetName(pc, "gprfwi: the updates' smoothing on the free variables"));
+        newton_smoothing_ = true;
+        spdlog::info("stage {}: Newton steps preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma), "
+                     "the updates' smoothing", stage_.name, smoothing_.length(0), smoothing_.length(1));
     }
 
     /// The smoothing's gamma from the latest accepted step.
@@ -734,16 +801,28 @@ private:
             tao, stage_.max_evaluations > 0 ? stage_.max_evaluations : 4 * max_iterations + 10));
         GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
         GPRFWI_PETSC(TaoSetMonitor(tao, &StageRun::monitor, this, nullptr));
-        // L-BFGS's memory, unless the PETSc options name one: an option of this TaoSetFromOptions alone
-        // (BLMVM's matrix is reached only through the options)
-        const char* const history_option = "-tao_blmvm_mat_lmvm_hist_size";
-        PetscBool history_given = PETSC_FALSE;
-        GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, history_option, &history_given));
-        const bool set_history = spec_.lbfgs_history > 0 && !history_given;
-        if (set_history)
-            GPRFWI_PETSC(PetscOptionsSetValue(nullptr, history_option, std::to_string(spec_.lbfgs_history).c_str()));
+        // options of this TaoSetFromOptions alone, unless the PETSc options name them: L-BFGS's memory (BLMVM's
+        // matrix is reached only through the options); in a Newton-type stage that smooths, TAO's active set
+        // without Bertsekas' trial step (the free variables its CG runs on are then find_free_variables')
+        std::vector<std::pair<std::string, std::string>> ours;
+        if (spec_.lbfgs_history > 0) ours.emplace_back("-tao_blmvm_mat_lmvm_hist_size", std::to_string(spec_.lbfgs_history));
+        const NewtonPreconditioner preconditioner = spec_.newton_preconditioner.value_or(
+            method_ == InversionMethod::gauss_newton ? NewtonPreconditioner::smoothing : NewtonPreconditioner::lbfgs);
+        const bool newton_smooths = method_ != InversionMethod::lbfgs && smoothing_.wanted() &&
+                                    preconditioner == NewtonPreconditioner::smoothing;
+        if (newton_smooths) ours.emplace_back("-tao_bnk_as_type", "none");
+        bool as_type_given = false;
+        std::vector<std::string> set;
+        for (const auto& [name, value] : ours) {
+            PetscBool given = PETSC_FALSE;
+            GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, name.c_str(), &given));
+            if (given && name == "-tao_bnk_as_type") as_type_given = true;
+            if (given) continue;
+            GPRFWI_PETSC(PetscOptionsSetValue(nullptr, name.c_str(), value.c_str()));
+            set.push_back(name);
+        }
         const PetscErrorCode from_options = TaoSetFromOptions(tao);  // -tao_* from inversion.petsc_options and the command line
-        if (set_history) GPRFWI_PETSC(PetscOptionsClearValue(nullptr, history_option));
+        for (const std::string& name : set) GPRFWI_PETSC(PetscOptionsClearValue(nullptr, name.c_str()));
         petsc_check(from_options, "TaoSetFromOptions(tao)");
         TaoType type = nullptr;
         GPRFWI_PETSC(TaoGetType(tao, &type));
@@ -760,10 +839,18 @@ private:
             const ScopeTimer timer(times_.optimiser_setup);
             if (smoothing_.wanted()) {
                 if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
-                else spdlog::info("stage {}: no smoothing of the updates with {} (it is L-BFGS's initial inverse Hessian)",
-                                  stage_.name, to_string(method_));
             }
             GPRFWI_PETSC(TaoSetUp(tao));
+            if (newton_smooths && type && std::string(type) == TAOBNLS) {
+                if (as_type_given)
+                    spdlog::warn("stage {}: -tao_bnk_as_type is given, so the updates' smoothing does not precondition "
+                                 "the Newton steps (it needs TAO's active set without a trial step)", stage_.name);
+                else
+                    install_newton_smoothing(tao);
+            } else if (method_ != InversionMethod::lbfgs && smoothing_.wanted()) {
+                spdlog::info("stage {}: the updates not smoothed: {} steps preconditioned by TAO's L-BFGS "
+                             "(inversion.newton.preconditioner)", stage_.name, to_string(method_));
+            }
         }
         times_.before_solve = elapsed();
         times_.evaluations_before_solve = times_.evaluations;
@@ -781,6 +868,7 @@ private:
         if (smoothing_h0_) MatDestroy(&smoothing_h0_);
         if (hessian_) MatDestroy(&hessian_);
         smoothing_on_ = false;
+        newton_smoothing_ = false;
         VecDestroy(&lo);
         VecDestroy(&hi);
         VecDestroy(&x);
@@ -811,6 +899,8 @@ private:
     InversionMethod method_ = InversionMethod::lbfgs;
     Mat hessian_ = nullptr;          // the Newton-type methods' Hessian (a shell), while TAO runs
     std::vector<double> hessian_x_;  // the point TAO last asked the Hessian at
+    bool newton_smoothing_ = false;  // the smoothing preconditions the Newton CG
+    std::vector<PetscInt> free_;     // the free variables there (Newton-type stages that smooth)
     double stage_seconds_offset_ = 0, campaign_offset_ = 0;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     bool stopped_ = false;
