@@ -200,7 +200,7 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 /// conductive zones by eps_r artefacts), first the data below this share of
 /// the wavelet's dominant frequency `f_dominant_hz` (up to 15 iterations),
 /// stopping where its misfit falls by less than 0.5% over 5 iterations, then
-/// the full band for 80 iterations, with no rule on its misfit. The first
+/// the full band for 160 iterations, with no rule on its misfit. The first
 /// band's wider basin matters most where reflections alone see the ground;
 /// the full band keeps improving the crosshole models long after its misfit
 /// has settled, at the data's noise or in a flat valley (docs/inversion.md,
