@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
@@ -35,8 +36,10 @@
 #include "gprfwi/wavelet.hpp"
 #include "petsc_environment.hpp"
 #include "stage_checkpoint.hpp"
+#include "stage_newton.hpp"
 #include "stage_objective.hpp"
 #include "stage_regularization.hpp"
+#include "stage_smoothing.hpp"
 #include "stage_variables.hpp"
 #include "support.hpp"
 
@@ -1074,6 +1077,52 @@ double constrained_minimum(const Quadratic& q, const InversionSpec& s, double sc
         j += 0.5 * w * std::pow(std::clamp(a, s.eps_r_min, s.eps_r_max) - a, 2);
     }
     return scale * j;
+}
+
+// The Newton CG's preconditioner P' S P on a subset of free variables:
+// symmetric and positive semi-definite (as the CG needs), the smoothing S
+// itself where every variable is free, and a vector of another length (TAO's
+// free set not the one found) refused.
+TEST(FreeVariableSmoothing, SymmetricSemiDefiniteAndTheSmoothingWhereAllAreFree) {
+    const Grid g{14, 11, 0.1, 0.1};
+    InversionSpec spec;
+    spec.smoothing_m = 0.2;
+    spec.smoothing_sigma_m = 0.3;
+    const StageSpec stage;
+    const std::vector<int> params{0, 1};
+    const StageSmoothing smoothing(spec, stage, g, params);
+    const std::size_t n = 2 * static_cast<std::size_t>(g.nx) * static_cast<std::size_t>(g.nz);
+    double seconds = 0;
+    std::exception_ptr failure;
+    FreeVariableSmoothing m(smoothing, n, "test", seconds, failure);
+    std::vector<std::size_t> free;
+    for (std::size_t i = 0; i < n; ++i)
+        if (i % 3 != 1) free.push_back(i);
+    m.set_free_variables(free);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    const auto random = [&](std::size_t k) {
+        std::vector<double> v(k);
+        for (double& x : v) x = u(rng);
+        return v;
+    };
+    const auto dot = [](const std::vector<double>& x, const std::vector<double>& y) {
+        double d = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) d += x[i] * y[i];
+        return d;
+    };
+    const std::vector<double> a = random(free.size()), b = random(free.size());
+    const std::vector<double> ma = m.apply(a), mb = m.apply(b);
+    EXPECT_NEAR(dot(a, mb), dot(ma, b), 1e-13 * std::abs(dot(a, mb)));
+    EXPECT_GT(dot(a, ma), 0.0);
+    std::vector<std::size_t> all(n);
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    m.set_free_variables(all);
+    const std::vector<double> w = random(n);
+    std::vector<double> sw = w;
+    smoothing.smooth(sw);
+    EXPECT_EQ(m.apply(w), sw);
+    EXPECT_THROW(m.apply(std::vector<double>(n - 1)), Error);
 }
 
 // The smoothing preconditions a Gauss-Newton stage's CG (unless

@@ -36,7 +36,9 @@
 #include "gprfwi/wavelet_estimation.hpp"
 #include "parallel_arrays.hpp"
 #include "petsc_memory.hpp"
+#include "petsc_vectors.hpp"
 #include "stage_checkpoint.hpp"
+#include "stage_newton.hpp"
 #include "stage_objective.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
@@ -49,11 +51,6 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 
 extern "C" void on_stop_signal(int) { g_stop = 1; }
-
-void petsc_check(PetscErrorCode code, const char* what) {
-    if (code != 0) throw Error(fmt::format("PETSc: {} failed (error code {})", what, static_cast<int>(code)));
-}
-#define GPRFWI_PETSC(call) petsc_check((call), #call)
 
 double relative_error(const Array2D& a, const Array2D& truth) {
     double d = 0, n = 0;
@@ -155,18 +152,6 @@ struct StageTimes {
     double monitor = 0;          // s in the iteration monitor (writing included)
     double solve = 0;            // s in TaoSolve
 };
-
-/// Writes this rank's part of the whole vector v, times `scale`, into out.
-void scatter(const std::vector<double>& v, Vec out, double scale = 1.0) {
-    PetscInt lo = 0, hi = 0;
-    GPRFWI_PETSC(VecGetOwnershipRange(out, &lo, &hi));
-    PetscScalar* a = nullptr;
-    GPRFWI_PETSC(VecGetArray(out, &a));
-#pragma omp parallel for schedule(static)
-    for (PetscInt i = lo; i < hi; ++i) a[i - lo] = scale * v[static_cast<std::size_t>(i)];
-    GPRFWI_PETSC(VecRestoreArray(out, &a));
-}
-
 
 /// A stage's active parameters in the order of the optimisation vector's
 /// blocks (0: eps_r, 1: sigma).
@@ -402,7 +387,7 @@ private:
         auto* self = static_cast<StageRun*>(ctx);
         try {
             self->hessian_x_ = self->gather(x);
-            if (self->newton_smoothing_) self->find_free_variables(tao, x);
+            if (self->newton_preconditioner_.installed()) self->newton_preconditioner_.find_free_variables(tao, x);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -419,7 +404,7 @@ private:
             const std::vector<double> v = self->gather(in);
             std::vector<double> hv(v.size(), 0.0);
             self->hessian_product(v.data(), hv.data());
-            scatter(hv, out);
+            scatter_whole(hv, out);
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
@@ -430,7 +415,7 @@ private:
     /// Newton-type methods: TAO's bounded Newton line search with the Hessian
     /// as a shell, its inner CG truncated (inversion.newton) and
     /// preconditioned by the updates' smoothing where the stage smooths and
-    /// inversion.newton.preconditioner asks for it (install_newton_smoothing),
+    /// inversion.newton.preconditioner asks for it (FreeVariableSmoothing),
     /// else by TAO's own L-BFGS approximation.
     void install_newton(Tao tao, Vec x) {
         GPRFWI_PETSC(TaoSetType(tao, TAOBNLS));
@@ -473,78 +458,12 @@ private:
             std::vector<double>& v = self->smooth_whole_;
             self->gather(in, v);
             self->smoothing_.smooth(v);
-            scatter(v, out, self->smoothing_.gamma());
+            scatter_whole(v, out, self->smoothing_.gamma());
         } catch (...) {
             self->failure_ = std::current_exception();
             return PETSC_ERR_USER;
         }
         return 0;
-    }
-
-    // --- Newton-type stages: the smoothing preconditions the inner CG ---
-    /// TAO's bounded Newton solves for the free variables only: the CG's
-    /// vectors hold those entries of x, in order. They are the ones that
-    /// VecWhichInactive finds from the bounds, x and TAO's projected gradient
-    /// (zero where a bound is active), as TAO's own active-set estimate
-    /// without Bertsekas' trial step (-tao_bnk_as_type none).
-    void find_free_variables(Tao tao, Vec x) {
-        Vec lo = nullptr, hi = nullptr, g = nullptr;
-        GPRFWI_PETSC(TaoGetVariableBounds(tao, &lo, &hi));
-        GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
-        IS free = nullptr, all = nullptr;
-        GPRFWI_PETSC(VecWhichInactive(lo, x, g, hi, PETSC_TRUE, &free));
-        GPRFWI_PETSC(ISAllGather(free, &all));
-        PetscInt n = 0;
-        const PetscInt* idx = nullptr;
-        GPRFWI_PETSC(ISGetSize(all, &n));
-        GPRFWI_PETSC(ISGetIndices(all, &idx));
-        free_.assign(idx, idx + n);
-        GPRFWI_PETSC(ISRestoreIndices(all, &idx));
-        ISDestroy(&all);
-        ISDestroy(&free);
-    }
-
-    /// z = P' S P r: the free variables r placed in the whole vector (zero
-    /// elsewhere), smoothed, and read back; symmetric positive semi-definite
-    /// as S is, so a CG preconditioner, whose steps are then as smooth as
-    /// L-BFGS's.
-    static PetscErrorCode apply_reduced_smoothing(PC pc, Vec in, Vec out) {
-        void* ctx = nullptr;
-        PetscCall(PCShellGetContext(pc, &ctx));
-        auto* self = static_cast<StageRun*>(ctx);
-        const ScopeTimer timer(self->times_.smoothing);
-        try {
-            std::vector<double> r = self->gather(in);
-            if (r.size() != self->free_.size())
-                throw Error(fmt::format("stage {}: the Newton CG runs on {} variables where {} are free (TAO estimated "
-                                        "its active set otherwise than expected)", self->stage_.name, r.size(),
-                                        self->free_.size()));
-            std::vector<double>& v = self->smooth_whole_;
-            v.assign(self->n_ * self->params_.size(), 0.0);
-            for (std::size_t k = 0; k < r.size(); ++k) v[static_cast<std::size_t>(self->free_[k])] = r[k];
-            self->smoothing_.smooth(v);
-            for (std::size_t k = 0; k < r.size(); ++k) r[k] = v[static_cast<std::size_t>(self->free_[k])];
-            scatter(r, out);
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return 0;
-    }
-
-    void install_newton_smoothing(Tao tao) {
-        KSP ksp = nullptr;
-        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
-        if (!ksp) return;
-        PC pc = nullptr;
-        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
-        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
-        GPRFWI_PETSC(PCShellSetContext(pc, this));
-        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_reduced_smoothing));
-        GPRFWI_PETSC(PCShellSetName(pc, "gprfwi: the updates' smoothing on the free variables"));
-        newton_smoothing_ = true;
-        spdlog::info("stage {}: Newton steps preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma), "
-                     "the updates' smoothing", stage_.name, smoothing_.length(0), smoothing_.length(1));
     }
 
     /// The smoothing's gamma from the latest accepted step.
@@ -586,32 +505,7 @@ private:
         return 0;
     }
 
-    /// The whole vector on every rank, into out (its memory reused): each
-    /// rank's part, gathered with one MPI_Allgatherv (with one rank, a copy).
-    void gather(Vec x, std::vector<double>& out) {
-        PetscInt n = 0, lo = 0, hi = 0;
-        GPRFWI_PETSC(VecGetSize(x, &n));
-        GPRFWI_PETSC(VecGetOwnershipRange(x, &lo, &hi));
-        const PetscInt* ranges = nullptr;
-        GPRFWI_PETSC(VecGetOwnershipRanges(x, &ranges));
-        const PetscScalar* a = nullptr;
-        GPRFWI_PETSC(VecGetArrayRead(x, &a));
-        const int ranks = parallel::place().size;
-        out.resize(static_cast<std::size_t>(n));
-        if (ranks == 1) {
-            copy_parallel(a, out.size(), out.data());
-        } else {
-            std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
-            for (int r = 0; r < ranks; ++r) {
-                offsets[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r]);
-                counts[static_cast<std::size_t>(r)] = static_cast<int>(ranges[r + 1] - ranges[r]);
-            }
-            const int rc = MPI_Allgatherv(a, static_cast<int>(hi - lo), MPI_DOUBLE, out.data(), counts.data(),
-                                          offsets.data(), MPI_DOUBLE, PETSC_COMM_WORLD);
-            if (rc != MPI_SUCCESS) throw Error("inversion: MPI_Allgatherv of the optimisation vector failed");
-        }
-        GPRFWI_PETSC(VecRestoreArrayRead(x, &a));
-    }
+    void gather(Vec x, std::vector<double>& out) { gather_whole(x, out); }
     std::vector<double> gather(Vec x) {
         std::vector<double> out;
         gather(x, out);
@@ -630,7 +524,7 @@ private:
         for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(gp[i]);
         if (!finite)
             throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
-        scatter(ga, g);
+        scatter_whole(ga, g);
         // every rank stops when any was signalled
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
     }
@@ -845,8 +739,11 @@ private:
                 if (as_type_given)
                     spdlog::warn("stage {}: -tao_bnk_as_type is given, so the updates' smoothing does not precondition "
                                  "the Newton steps (it needs TAO's active set without a trial step)", stage_.name);
-                else
-                    install_newton_smoothing(tao);
+                else {
+                    newton_preconditioner_.install(tao);
+                    spdlog::info("stage {}: Newton steps preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m "
+                                 "(sigma), the updates' smoothing", stage_.name, smoothing_.length(0), smoothing_.length(1));
+                }
             } else if (method_ != InversionMethod::lbfgs && smoothing_.wanted()) {
                 spdlog::info("stage {}: the updates not smoothed: {} steps preconditioned by TAO's L-BFGS "
                              "(inversion.newton.preconditioner)", stage_.name, to_string(method_));
@@ -868,7 +765,6 @@ private:
         if (smoothing_h0_) MatDestroy(&smoothing_h0_);
         if (hessian_) MatDestroy(&hessian_);
         smoothing_on_ = false;
-        newton_smoothing_ = false;
         VecDestroy(&lo);
         VecDestroy(&hi);
         VecDestroy(&x);
@@ -899,8 +795,6 @@ private:
     InversionMethod method_ = InversionMethod::lbfgs;
     Mat hessian_ = nullptr;          // the Newton-type methods' Hessian (a shell), while TAO runs
     std::vector<double> hessian_x_;  // the point TAO last asked the Hessian at
-    bool newton_smoothing_ = false;  // the smoothing preconditions the Newton CG
-    std::vector<PetscInt> free_;     // the free variables there (Newton-type stages that smooth)
     double stage_seconds_offset_ = 0, campaign_offset_ = 0;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     bool stopped_ = false;
@@ -914,6 +808,9 @@ private:
     std::vector<double> x_whole_, g_whole_, smooth_whole_;
     StageRegularization regularization_;
     StageSmoothing smoothing_;
+    // the smoothing preconditioning a Newton-type stage's CG, where it does
+    FreeVariableSmoothing newton_preconditioner_{smoothing_, n_ * params_.size(), stage_.name, times_.smoothing,
+                                                 failure_};
 };
 
 }  // namespace
