@@ -171,6 +171,14 @@ long campaign_propagations(const std::vector<HistoryRow>& history) {
     return total;
 }
 
+namespace {
+
+bool propagation_budget_spent(long max_propagations, const std::vector<HistoryRow>& history) {
+    return max_propagations > 0 && campaign_propagations(history) >= max_propagations;
+}
+
+}  // namespace
+
 std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds,
                               long max_propagations) {
     std::string why;
@@ -183,7 +191,7 @@ std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryR
     }
     if (stage.max_seconds > 0 && stage_seconds > stage.max_seconds)
         why = fmt::format("the stage's wall-time budget of {} s is spent", stage.max_seconds);
-    if (max_propagations > 0 && campaign_propagations(history) >= max_propagations)
+    if (propagation_budget_spent(max_propagations, history))
         why = fmt::format("the campaign's budget of {} propagations is spent", max_propagations);
     return why;
 }
@@ -386,7 +394,7 @@ private:
     static PetscErrorCode form_hessian(Tao tao, Vec x, Mat, Mat, void* ctx) {
         auto* self = static_cast<StageRun*>(ctx);
         try {
-            self->hessian_x_ = self->gather(x);
+            self->hessian_x_ = gather_whole(x);
             if (self->newton_preconditioner_.installed()) self->newton_preconditioner_.find_free_variables(tao, x);
         } catch (...) {
             self->failure_ = std::current_exception();
@@ -401,7 +409,7 @@ private:
         auto* self = static_cast<StageRun*>(ctx);
         const ScopeTimer timer(self->times_.callbacks);
         try {
-            const std::vector<double> v = self->gather(in);
+            const std::vector<double> v = gather_whole(in);
             std::vector<double> hv(v.size(), 0.0);
             self->hessian_product(v.data(), hv.data());
             scatter_whole(hv, out);
@@ -456,7 +464,7 @@ private:
         const ScopeTimer timer(self->times_.smoothing);
         try {
             std::vector<double>& v = self->smooth_whole_;
-            self->gather(in, v);
+            gather_whole(in, v);
             self->smoothing_.smooth(v);
             scatter_whole(v, out, self->smoothing_.gamma());
         } catch (...) {
@@ -471,8 +479,8 @@ private:
         Vec x, g;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
         GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
-        gather(x, x_whole_);
-        gather(g, g_whole_);
+        gather_whole(x, x_whole_);
+        gather_whole(g, g_whole_);
         smoothing_.accept(x_whole_, g_whole_);
     }
 
@@ -505,17 +513,11 @@ private:
         return 0;
     }
 
-    void gather(Vec x, std::vector<double>& out) { gather_whole(x, out); }
-    std::vector<double> gather(Vec x) {
-        std::vector<double> out;
-        gather(x, out);
-        return out;
-    }
 
     void evaluate(Vec x, PetscReal* f, Vec g) {
         std::vector<double>& xa = x_whole_;
         std::vector<double>& ga = g_whole_;
-        gather(x, xa);
+        gather_whole(x, xa);
         ga.resize(xa.size());  // (objective() writes every entry)
         *f = objective(xa.data(), ga.data());
         bool finite = std::isfinite(*f);
@@ -541,7 +543,7 @@ private:
         GPRFWI_PETSC(TaoLineSearchGetStepLength(ls, &step));
         Vec x;
         GPRFWI_PETSC(TaoGetSolution(tao, &x));
-        gather(x, x_whole_);
+        gather_whole(x, x_whole_);
         variables().model_from_x(x_whole_.data(), model_);
         const double j = j0_ * (f - regularization_.value(model_, variables(), nullptr));
         const int iteration = iteration_offset_ + static_cast<int>(its);
@@ -704,13 +706,13 @@ private:
             method_ == InversionMethod::gauss_newton ? NewtonPreconditioner::smoothing : NewtonPreconditioner::lbfgs);
         const bool newton_smooths = method_ != InversionMethod::lbfgs && smoothing_.wanted() &&
                                     preconditioner == NewtonPreconditioner::smoothing;
+        PetscBool as_type_given = PETSC_FALSE;
+        GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, "-tao_bnk_as_type", &as_type_given));
         if (newton_smooths) ours.emplace_back("-tao_bnk_as_type", "none");
-        bool as_type_given = false;
         std::vector<std::string> set;
         for (const auto& [name, value] : ours) {
             PetscBool given = PETSC_FALSE;
             GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, name.c_str(), &given));
-            if (given && name == "-tao_bnk_as_type") as_type_given = true;
             if (given) continue;
             GPRFWI_PETSC(PetscOptionsSetValue(nullptr, name.c_str(), value.c_str()));
             set.push_back(name);
@@ -760,7 +762,7 @@ private:
         if (rc == 0) TaoGetConvergedReason(tao, &reason);
         Vec xs;
         TaoGetSolution(tao, &xs);
-        const std::vector<double> xa = gather(xs);
+        const std::vector<double> xa = gather_whole(xs);
         TaoDestroy(&tao);
         if (smoothing_h0_) MatDestroy(&smoothing_h0_);
         if (hessian_) MatDestroy(&hessian_);
@@ -1089,7 +1091,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     BackgroundWriter writer;  // rank 0's
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
-        if (spec.max_propagations > 0 && campaign_propagations(result.history) >= spec.max_propagations) {
+        if (propagation_budget_spent(spec.max_propagations, result.history)) {
             spdlog::info("stage {} and any after it skipped: the campaign's budget of {} propagations is spent ({})",
                          stage.name, spec.max_propagations, campaign_propagations(result.history));
             break;

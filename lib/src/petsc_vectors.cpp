@@ -39,6 +39,12 @@ void gather_whole(Vec x, std::vector<double>& out) {
     GPRFWI_PETSC(VecRestoreArrayRead(x, &a));
 }
 
+std::vector<double> gather_whole(Vec x) {
+    std::vector<double> out;
+    gather_whole(x, out);
+    return out;
+}
+
 void scatter_whole(const std::vector<double>& v, Vec out, double scale) {
     PetscInt lo = 0, hi = 0;
     GPRFWI_PETSC(VecGetOwnershipRange(out, &lo, &hi));

@@ -16,6 +16,7 @@ void petsc_check(PetscErrorCode code, const char* what);
 /// rank's part, gathered with one MPI_Allgatherv (with one rank, a copy).
 /// Collective.
 void gather_whole(Vec x, std::vector<double>& out);
+std::vector<double> gather_whole(Vec x);
 
 /// This rank's part of `v` (the whole vector) into out, times `scale`.
 void scatter_whole(const std::vector<double>& v, Vec out, double scale = 1.0);

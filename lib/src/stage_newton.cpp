@@ -65,9 +65,7 @@ std::vector<double> FreeVariableSmoothing::apply(const std::vector<double>& r) c
 int FreeVariableSmoothing::apply_to(Vec in, Vec out) {
     const ScopeTimer timer(seconds_);
     try {
-        std::vector<double> r;
-        gather_whole(in, r);
-        scatter_whole(apply(r), out);
+        scatter_whole(apply(gather_whole(in)), out);
     } catch (...) {
         failure_ = std::current_exception();
         return PETSC_ERR_USER;
