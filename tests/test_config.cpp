@@ -574,6 +574,7 @@ inversion:
     const double area = (g.nx - 1) * g.dx * (g.nz - 1) * g.dz;
     EXPECT_NEAR(s.regularize_sigma.tv, kAutoTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_sigma.tikhonov, 0.0);
+    EXPECT_TRUE(s.sigma_tv_follows_sensitivity) << "the automatic sigma weight follows the survey's sensitivity";
     EXPECT_NEAR(s.regularize_eps_r.tv, kAutoTotalVariation * wavelength / area, 1e-15);
     EXPECT_EQ(s.regularize_eps_r.tikhonov, 0.0);
     EXPECT_FALSE(s.scan.eps_r || s.scan.sigma) << "no background scan unless asked for";
@@ -587,6 +588,7 @@ inversion:
                                           "inversion.misfit=l2"});
     EXPECT_EQ(given.inversion.regularize_sigma.tv, 0.0) << "a given sigma regularisation replaces the default";
     EXPECT_EQ(given.inversion.regularize_sigma.tikhonov, 0.01);
+    EXPECT_FALSE(given.inversion.sigma_tv_follows_sensitivity) << "a given sigma regularisation is taken as given";
     EXPECT_EQ(given.inversion.regularize_eps_r.tv, s.regularize_eps_r.tv) << "eps_r's regularisation stays auto";
     EXPECT_EQ(given.inversion.smoothing_sigma_m, 0.3);
     EXPECT_EQ(given.inversion.smoothing_m, s.smoothing_m) << "eps_r's smoothing stays auto";

@@ -507,6 +507,49 @@ TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
     EXPECT_EQ(calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref), std::pair(2.5, 0.7));
 }
 
+/// The data's sensitivity to ln sigma against eps_r / eps_ref: the ratio of
+/// the weighted peaks of |sigma dJ/d sigma| and eps_ref |dJ/d eps_r| over the
+/// free nodes (a masked node's, however steep, not counted), whatever the
+/// misfit's scale; 0 without an eps_r gradient.
+TEST(StageVariables, SigmaSensitivityComparesTheGradientsPeaks) {
+    const Grid g{9, 7, 0.1, 0.1};
+    const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
+    std::vector<double> weight(n, 1.0);
+    std::vector<char> masked(n, 0);
+    Model m = Model::uniform(g, 6.0, 0.01);
+    Array2D ge(g.nz, g.nx, 0.0), gs(g.nz, g.nx, 0.0);
+    ge.data()[10] = -2.0;                  // the eps_r peak, |w^2 g| = 2 x 0.25
+    weight[10] = 0.5;
+    ge.data()[20] = 0.4;                   // below it once weighted
+    gs.data()[30] = 300.0;                 // sigma dJ/d sigma = 3
+    m.sigma.data()[31] = 0.02;
+    gs.data()[31] = -100.0;                // ... = -2
+    masked[40] = 1;
+    ge.data()[40] = 1e6;
+    gs.data()[40] = 1e9;
+    const double eps_ref = 7.5;
+    EXPECT_NEAR(sigma_sensitivity(weight, masked, ge, gs, m, eps_ref), 3.0 / (eps_ref * 0.5), 1e-14);
+    Array2D ge4 = ge, gs4 = gs;
+    for (std::size_t i = 0; i < n; ++i) ge4.data()[i] *= 4, gs4.data()[i] *= 4;
+    EXPECT_NEAR(sigma_sensitivity(weight, masked, ge4, gs4, m, eps_ref), 3.0 / (eps_ref * 0.5), 1e-14)
+        << "a property of the data, not of the misfit's scale";
+    Array2D none(g.nz, g.nx, 0.0);
+    EXPECT_EQ(sigma_sensitivity(weight, masked, none, gs, m, eps_ref), 0.0);
+}
+
+/// sigma's share of the automatic total variation: all of it where the data
+/// hardly see sigma (or nobody knows), less where they see it well, never
+/// below the least share.
+TEST(Inversion, SigmaTotalVariationFallsWithTheSensitivity) {
+    EXPECT_EQ(sigma_total_variation_share(0.0), 1.0);
+    EXPECT_EQ(sigma_total_variation_share(0.5 * kSigmaSensitivityReference), 1.0);
+    EXPECT_EQ(sigma_total_variation_share(kSigmaSensitivityReference), 1.0);
+    EXPECT_DOUBLE_EQ(sigma_total_variation_share(2 * kSigmaSensitivityReference), 0.5);
+    EXPECT_LT(sigma_total_variation_share(3 * kSigmaSensitivityReference),
+              sigma_total_variation_share(2 * kSigmaSensitivityReference));
+    EXPECT_EQ(sigma_total_variation_share(1e6 * kSigmaSensitivityReference), kSigmaTotalVariationLeastShare);
+}
+
 /// Illumination factors: 1 at the brightest free node, sqrt((1 + a) / a) where
 /// no energy arrives, falling with the energy in between; masked nodes (the
 /// brightest here) neither count nor change; none without energy.
@@ -799,6 +842,7 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     s.scale_sigma = 7.5;
     s.sigma_ref = 0.004;
     s.eps_ref = 6.25;
+    s.sigma_sensitivity = 0.375;
     s.history_csv = "stage,iteration\nlow,0\n";
     const std::string file = scratch_dir("checkpoint") + "/checkpoint.h5";
     const Model m = Model::uniform(Grid{5, 4, 0.1, 0.1}, 6.0, 0.01);
@@ -817,7 +861,31 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(r.scale_sigma, 7.5);
     EXPECT_EQ(r.sigma_ref, 0.004);
     EXPECT_EQ(r.eps_ref, 6.25);
+    EXPECT_EQ(r.sigma_sensitivity, 0.375);
     EXPECT_EQ(r.history_csv, s.history_csv);
+
+    // a checkpoint of an earlier version, without the sensitivity, still resumes (the sensitivity unknown)
+    H5Attributes old = checkpoint_attributes(s);
+    old.numbers.erase("sigma_sensitivity");
+    write_model_h5(file, m, "config", old);
+    H5Attributes b = checkpoint_attributes({});
+    read_model_h5(file, m.grid, &b);
+    EXPECT_EQ(checkpoint_state(b).sigma_sensitivity, 0.0);
+    EXPECT_EQ(checkpoint_state(b).eps_ref, 6.25);
+    // ... while a required number missing is an error naming it
+    old.numbers.erase("eps_ref");
+    write_model_h5(file, m, "config", old);
+    H5Attributes c = checkpoint_attributes({});
+    EXPECT_THROW(
+        {
+            try {
+                read_model_h5(file, m.grid, &c);
+            } catch (const Error& e) {
+                EXPECT_NE(std::string(e.what()).find("eps_ref"), std::string::npos) << e.what();
+                throw;
+            }
+        },
+        Error);
 }
 
 /// A stage's evaluations: the model of the last one is not evaluated again
@@ -1405,6 +1473,50 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     for (std::string line; std::getline(csv, line);) ++lines;
     EXPECT_EQ(lines, r.history.size() + 1);
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
+}
+
+// The survey's sensitivity to sigma, which weights sigma's automatic total
+// variation, is measured once, at the campaign's first calibration: the
+// checkpoint carries it, a resumed campaign keeps it, and later stages do not
+// measure it again from their own models.
+TEST(Tao, SigmaSensitivityIsTheFirstCalibrationsThroughAResume) {
+    const Grid g{10, 8, 0.1, 0.1};
+    const std::string dir = scratch_dir("resume-sensitivity");
+    InversionSpec spec = quadratic_spec();
+    spec.sigma_tv_follows_sensitivity = true;
+    spec.regularize_sigma.tv = 1e-3;
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    auto sensitivity_in_checkpoint = [&] {
+        H5Attributes a = checkpoint_attributes({});
+        read_model_h5(dir + "/checkpoint.h5", g, &a);
+        return checkpoint_state(a);
+    };
+    Quadratic q(g, 1.0);
+    q.stop_after = 3;  // in the first stage
+    EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
+    clear_stop_request();
+    const CheckpointState first = sensitivity_in_checkpoint();
+    EXPECT_EQ(first.stage, 0);
+    ASSERT_GT(first.sigma_sensitivity, 0.0);
+    Quadratic q2(g, 1.0);
+    q2.stop_after = 11;  // in the second stage, after its first iterations
+    EXPECT_THROW(invert(start, spec, q2, dir, "", true), StopRequested);
+    clear_stop_request();
+    const CheckpointState second = sensitivity_in_checkpoint();
+    EXPECT_EQ(second.stage, 1);
+    EXPECT_EQ(second.sigma_sensitivity, first.sigma_sensitivity) << "measured once, at the campaign's first calibration";
+    Quadratic q3(g, 1.0);
+    invert(start, spec, q3, dir, "", true);
+    EXPECT_EQ(sensitivity_in_checkpoint().sigma_sensitivity, first.sigma_sensitivity);
+
+    // a fresh campaign measures it anew, from its own first calibration
+    Quadratic q4(g, 1.0);
+    const std::string other = scratch_dir("resume-sensitivity-fresh");
+    invert(Model::uniform(g, 7.0, 0.02), spec, q4, other, "", false);
+    H5Attributes a = checkpoint_attributes({});
+    read_model_h5(other + "/checkpoint.h5", g, &a);
+    EXPECT_GT(checkpoint_state(a).sigma_sensitivity, 0.0);
+    EXPECT_NE(checkpoint_state(a).sigma_sensitivity, first.sigma_sensitivity);
 }
 
 // A checkpoint written before history.csv had its propagations column

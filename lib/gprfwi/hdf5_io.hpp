@@ -3,8 +3,9 @@
 // the same folder and is renamed when complete, so a file is never half-written.
 
 #include <cstddef>
-#include <map>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,8 @@ TraceData read_trace_data_h5(const std::string& path);
 struct H5Attributes {
     std::map<std::string, double> numbers;
     std::map<std::string, std::string> texts;
+    /// Numbers that may be absent when read (they keep their value).
+    std::set<std::string> optional;
 };
 
 /// Writes a model: /eps_r, /sigma, /mu_r [nz][nx] float64, attributes dx, dz

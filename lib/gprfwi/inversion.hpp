@@ -88,6 +88,9 @@ struct InversionSpec {
     /// L-BFGS's pairs of past steps (0: TAO's own default).
     int lbfgs_history = kLbfgsHistory;
     RegularizationSpec regularize_eps_r, regularize_sigma;
+    /// sigma's total variation weighted by sigma_total_variation_share of the
+    /// survey's sensitivity (set where regularization.sigma is auto).
+    bool sigma_tv_follows_sensitivity = false;
     /// Change of eps_r, and of ln(sigma), per unit of the optimisation
     /// variable; 0: calibrated at the start of each stage so that a unit
     /// gradient step changes eps_r by `calibration_eps_r_step` (relative) and
@@ -184,6 +187,21 @@ inline constexpr double kAutoTaperWavelengths = 1.0 / 16.0;
 /// sigma it keeps sigma from taking up, iteration after iteration, what eps_r
 /// has not yet explained (docs/inversion.md, "Defaults").
 inline constexpr double kAutoTotalVariation = 0.1;
+/// Where the campaign names no regularisation of sigma, the weight of its
+/// total variation follows the survey's sensitivity to sigma: the automatic
+/// weight times sigma_total_variation_share(R), with R = max|sigma dJ/d sigma|
+/// / (eps_ref max|dJ/d eps_r|) from the campaign's first calibration (the
+/// data's sensitivity to ln sigma against eps_r / eps_ref, the quantities
+/// the terms measure). Data that see sigma well (transmission between
+/// boreholes) need less of the term to hold sigma, and are biased by more;
+/// reflection data, which hardly see sigma, let it drift without the whole
+/// term (docs/inversion.md, "Defaults").
+inline constexpr double kSigmaSensitivityReference = 0.15;
+/// ... and the least share of the automatic weight sigma keeps.
+inline constexpr double kSigmaTotalVariationLeastShare = 0.25;
+/// min(1, kSigmaSensitivityReference / R), at least
+/// kSigmaTotalVariationLeastShare; 1 where R is not known (R <= 0).
+double sigma_total_variation_share(double sensitivity);
 
 /// What the constants above give a campaign for what it does not name, from
 /// the dominant wavelength (m) and the model's grid: the smoothing lengths

@@ -652,8 +652,10 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     }
     if (!sigma_regularized) {
         s.regularize_sigma.tv = automatic.total_variation;
+        s.sigma_tv_follows_sensitivity = true;
         s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
-                                         "dominant wavelengths over the model's {:.3g} m^2)",
+                                         "dominant wavelengths over the model's {:.3g} m^2) times a share that falls "
+                                         "with the survey's sensitivity to sigma (from the first calibration)",
                                          s.regularize_sigma.tv, kAutoTotalVariation, automatic.area_m2));
     }
     if (const YAML::Node sc = inv["scaling"]) {

@@ -524,7 +524,9 @@ Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* att
         if (!attributes) return m;
         H5 file = open_read_only(path);
         for (auto& [name, value] : attributes->numbers) {
-            if (H5Aexists(file, name.c_str()) <= 0) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
+            const bool absent = H5Aexists(file, name.c_str()) <= 0;
+            if (absent && attributes->optional.count(name)) continue;
+            if (absent) throw InputFileError(fmt::format("{}: no attribute {}", path, name));
             value = read_double_attribute(file, name.c_str(), path);
         }
         for (auto& [name, value] : attributes->texts) {

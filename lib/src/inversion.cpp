@@ -203,9 +203,10 @@ class StageRun {
 public:
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
-             const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer)
+             const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer, double& sigma_sensitivity)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
-          config_(config), truth_(truth), stage_index_(stage_index), n_(model.eps_r.size()),
+          config_(config), truth_(truth), stage_index_(stage_index), sigma_sensitivity_(sigma_sensitivity),
+          n_(model.eps_r.size()),
           params_(active_parameters(stage)), writer_(writer), regularization_(spec),
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
@@ -243,6 +244,7 @@ public:
         } else {
             calibrate();
         }
+        share_sigma_regularization();
         const int remaining = stage_.iterations - iteration_offset_;
         if (remaining <= 0) return finish("iteration limit reached before the resume");
         solve(remaining);
@@ -287,12 +289,26 @@ private:
         }
         j0_ = j > 0 ? j : 1.0;
         std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_, j0_, eps_ref_);
+        if (!(sigma_sensitivity_ > 0))
+            sigma_sensitivity_ = sigma_sensitivity(weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_, eps_ref_);
         spdlog::info("stage {}: misfit {:.6g}; scaling: eps_r changes {:.4g} and ln(sigma) {:.4g} per unit of the "
                      "optimisation variable ({}; inversion.scaling fixes them)",
                      stage_.name, j, s_eps_, s_sig_,
                      spec_.scale_eps_r > 0 && spec_.scale_sigma > 0 ? "fixed" : "calibrated from the first gradient");
         HistoryRow row = make_row(0, j, 0.0, 0.0);
         if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0) append_row(row);
+    }
+
+    /// sigma's total variation at the share the survey's sensitivity to
+    /// sigma gives it (where the campaign left it to auto).
+    void share_sigma_regularization() {
+        if (!spec_.sigma_tv_follows_sensitivity || !stage_.invert_sigma) return;
+        const double share = sigma_total_variation_share(sigma_sensitivity_);
+        regularization_.set_sigma_tv_share(share);
+        spdlog::info("stage {}: total variation of ln sigma at {:.3g} of its weight, {:.3g} (the data's sensitivity to "
+                     "ln sigma against eps_r / eps_ref: {:.3g}{})",
+                     stage_.name, share, share * spec_.regularize_sigma.tv, sigma_sensitivity_,
+                     sigma_sensitivity_ > 0 ? ", from the campaign's first calibration" : ", not known");
     }
 
     std::string preconditioner_file() const {
@@ -575,7 +591,7 @@ private:
             for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
             H5Attributes a = checkpoint_attributes({stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(),
                                                     seconds, stage_seconds, j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
-                                                    csv});
+                                                    sigma_sensitivity_, csv});
             const std::string model_file =
                 spec_.save_models && iteration > 0 && !stage_done
                     ? (std::filesystem::path(out_) / "models" /
@@ -785,6 +801,7 @@ private:
     std::string out_, config_;
     const std::optional<Model>& truth_;
     int stage_index_;
+    double& sigma_sensitivity_;  // the campaign's (sigma_sensitivity), from its first calibration; 0: not yet
     std::size_t n_;
     std::vector<int> params_;  // 0: eps_r, 1: sigma
     std::vector<double> weight_;
@@ -1040,6 +1057,11 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid) {
     return a;
 }
 
+double sigma_total_variation_share(double sensitivity) {
+    if (!(sensitivity > 0)) return 1.0;
+    return std::clamp(kSigmaSensitivityReference / sensitivity, kSigmaTotalVariationLeastShare, 1.0);
+}
+
 std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec low;
     low.name = "low";
@@ -1089,6 +1111,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     double seconds = state ? state->seconds : 0.0;
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
     BackgroundWriter writer;  // rank 0's
+    double sigma_sensitivity = state ? state->sigma_sensitivity : 0.0;
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
         if (propagation_budget_spent(spec.max_propagations, result.history)) {
@@ -1101,7 +1124,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
                      stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
                      stage.iterations, "");
         prepare_wavelet(spec, objective, result.model, out_dir, config_text, k, first, state.has_value());
-        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer);
+        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer,
+                     sigma_sensitivity);
         std::optional<CheckpointState> resume_state;
         if (state && state->stage == k && !state->stage_done) resume_state = state;
         try {

@@ -14,7 +14,9 @@ H5Attributes checkpoint_attributes(const CheckpointState& s) {
                  {"scale_eps_r", s.scale_eps_r},
                  {"scale_sigma", s.scale_sigma},
                  {"sigma_ref", s.sigma_ref},
-                 {"eps_ref", s.eps_ref}};
+                 {"eps_ref", s.eps_ref},
+                 {"sigma_sensitivity", s.sigma_sensitivity}};
+    a.optional = {"sigma_sensitivity"};  // (not in the checkpoints of earlier versions)
     a.texts = {{"history", s.history_csv}};
     return a;
 }
@@ -33,6 +35,7 @@ CheckpointState checkpoint_state(const H5Attributes& a) {
     s.scale_sigma = number("scale_sigma");
     s.sigma_ref = number("sigma_ref");
     s.eps_ref = number("eps_ref");
+    s.sigma_sensitivity = number("sigma_sensitivity");
     s.history_csv = a.texts.at("history");
     return s;
 }

@@ -17,6 +17,7 @@ struct CheckpointState {
     double seconds = 0;  // campaign wall time so far
     double stage_seconds = 0;
     double j0 = 0, scale_eps_r = 0, scale_sigma = 0, sigma_ref = 0, eps_ref = 0;
+    double sigma_sensitivity = 0;  // the campaign's, from its first calibration (0: not known)
     std::string history_csv;
 };
 

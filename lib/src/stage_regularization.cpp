@@ -47,13 +47,20 @@ void StageRegularization::quantity(const Model& m, const StageVariables& v, std:
         q.data()[i] = eps ? m.eps_r.data()[i] / v.eps_ref : std::log(std::max(m.sigma.data()[i], spec_.sigma_min) / v.sigma_ref);
 }
 
+RegularizationSpec StageRegularization::weights(const StageVariables& v, std::size_t k) const {
+    if (v.params[k] == 0) return spec_.regularize_eps_r;
+    RegularizationSpec w = spec_.regularize_sigma;
+    w.tv *= sigma_tv_share_;
+    return w;
+}
+
 double StageRegularization::value(const Model& m, const StageVariables& v, double* gx) const {
     double r = 0;
     Scratch& s = scratch_;
     const Grid& g = m.grid;
     const std::size_t n = m.eps_r.size();
     for (std::size_t k = 0; k < v.params.size(); ++k) {
-        const RegularizationSpec& w = v.params[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
+        const RegularizationSpec w = weights(v, k);
         if (w.tikhonov == 0 && w.tv == 0) continue;
         quantity(m, v, k, s.q);
         r += weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
@@ -74,7 +81,7 @@ void StageRegularization::hessian(const Model& m, const StageVariables& v, const
     Scratch& s = scratch_;
     const std::size_t n = m.eps_r.size();
     for (std::size_t k = 0; k < v.params.size(); ++k) {
-        const RegularizationSpec& w = v.params[k] == 0 ? spec_.regularize_eps_r : spec_.regularize_sigma;
+        const RegularizationSpec w = weights(v, k);
         if (w.tikhonov == 0 && w.tv == 0) continue;
         const double dq_dx = v.params[k] == 0 ? v.s_eps / v.eps_ref : v.s_sig;
         quantity(m, v, k, s.q);

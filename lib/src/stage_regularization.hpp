@@ -21,6 +21,9 @@ public:
     /// regularize_sigma, sigma_min), which must outlive this.
     explicit StageRegularization(const InversionSpec& spec) : spec_(spec) {}
 
+    /// sigma's total variation at this share of spec's weight (1 until set).
+    void set_sigma_tv_share(double share) { sigma_tv_share_ = share; }
+
     /// The regularisation at model m; adds its gradient in x into gx (when
     /// non-null).
     double value(const Model& m, const StageVariables& v, double* gx) const;
@@ -33,8 +36,11 @@ private:
     /// What parameter k's regulariser measures at m, into q (sigma may be 0
     /// in masked nodes, air: the logarithm starts at the lower bound).
     void quantity(const Model& m, const StageVariables& v, std::size_t k, Array2D& q) const;
+    /// Parameter k's regulariser, sigma's total variation at its share.
+    RegularizationSpec weights(const StageVariables& v, std::size_t k) const;
 
     const InversionSpec& spec_;
+    double sigma_tv_share_ = 1;
     /// Arrays of the model's shape reused from one call to the next (fresh
     /// ones would be zeroed on one thread).
     struct Scratch {

@@ -41,18 +41,32 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
     return weight;
 }
 
-std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
-                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
-                                            const Model& m, double j0, double eps_ref) {
+namespace {
+
+/// The largest |dJ/d eps_r| and |sigma dJ/d sigma| over the free nodes, each
+/// times the node's weight squared (a unit step in x moves the node by that).
+std::pair<double, double> gradient_peaks(const std::vector<double>& weight, const std::vector<char>& masked,
+                                         const Array2D& ge, const Array2D& gs, const Model& m) {
     double ge_max = 0, gs_max = 0;
     const std::size_t n = weight.size();
 #pragma omp parallel for schedule(static) reduction(max : ge_max, gs_max)
     for (std::size_t i = 0; i < n; ++i) {
         if (masked[i]) continue;
         const double w2 = weight[i] * weight[i];
-        ge_max = std::max(ge_max, w2 * std::abs(ge.data()[i]) / j0);
-        gs_max = std::max(gs_max, w2 * std::abs(gs.data()[i] * m.sigma.data()[i]) / j0);
+        ge_max = std::max(ge_max, w2 * std::abs(ge.data()[i]));
+        gs_max = std::max(gs_max, w2 * std::abs(gs.data()[i] * m.sigma.data()[i]));
     }
+    return {ge_max, gs_max};
+}
+
+}  // namespace
+
+std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
+                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
+                                            const Model& m, double j0, double eps_ref) {
+    auto [ge_max, gs_max] = gradient_peaks(weight, masked, ge, gs, m);
+    ge_max /= j0;
+    gs_max /= j0;
     // a unit step along the gradient changes eps_r by s^2 |df/d eps_r|, ln(sigma) by s^2 |sigma df/d sigma|
     const double s_eps = spec.scale_eps_r > 0 ? spec.scale_eps_r
                          : ge_max > 0         ? std::sqrt(spec.calibration_eps_r_step * eps_ref / ge_max)
@@ -61,6 +75,12 @@ std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std
                          : gs_max > 0         ? std::sqrt(spec.calibration_sigma_step / gs_max)
                                               : spec.calibration_sigma_step;
     return {s_eps, s_sig};
+}
+
+double sigma_sensitivity(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
+                         const Array2D& gs, const Model& m, double eps_ref) {
+    const auto [ge_max, gs_max] = gradient_peaks(weight, masked, ge, gs, m);
+    return ge_max > 0 && eps_ref > 0 ? gs_max / (eps_ref * ge_max) : 0.0;
 }
 
 std::vector<double> illumination_factors(const Array2D& illumination, const std::vector<char>& masked,

@@ -37,6 +37,13 @@ std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std
                                             const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
                                             const Model& m, double j0, double eps_ref);
 
+/// The data's sensitivity to ln sigma against eps_r / eps_ref, from the
+/// gradient (ge, gs) at m: max|sigma dJ/d sigma| / (eps_ref max|dJ/d
+/// eps_r|) over the free nodes, weighted as in calibrated_scales; 0 where J
+/// does not change with eps_r.
+double sigma_sensitivity(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
+                         const Array2D& gs, const Model& m, double eps_ref);
+
 /// Illumination preconditioning: the factor p_i = sqrt((1 + a) / (I_i /
 /// I_max + a)) on node i's weight (1 at masked nodes), so that a gradient
 /// step moves it p_i^2 times as much: the diagonal of (pseudo-Hessian +
