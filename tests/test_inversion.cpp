@@ -38,6 +38,7 @@
 #include "stage_checkpoint.hpp"
 #include "stage_newton.hpp"
 #include "stage_objective.hpp"
+#include "stage_solver.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
 #include "stage_variables.hpp"
@@ -1146,6 +1147,103 @@ double constrained_minimum(const Quadratic& q, const InversionSpec& s, double sc
     }
     return scale * j;
 }
+
+/// A stage's TAO solve on a problem of its own: f = 1/2 sum c_i (x_i -
+/// a_i)^2 over eps_r and ln sigma's variables, one target entry beyond its
+/// bound. The solver starts from the model's variables, keeps to the bounds,
+/// reports every accepted iteration once and in order, and stops where the
+/// problem says why; an error inside a callback comes back to the stage.
+class QuadraticProblem final : public StageProblem {
+public:
+    explicit QuadraticProblem(std::size_t n) : a(n), c(n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            a[i] = i < n / 2 ? 4.0 + 0.01 * static_cast<double>(i) : -0.5 + 0.002 * static_cast<double>(i);
+            c[i] = 1.0 + static_cast<double>(i % 5);
+        }
+        a[3] = 200.0;  // beyond eps_r's bound of 100
+    }
+    double objective(const std::vector<double>& x, std::vector<double>& g) override {
+        if (throw_at > 0 && ++evaluations == throw_at) throw NumericalBlowup("test: evaluation failed");
+        double f = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            f += 0.5 * c[i] * (x[i] - a[i]) * (x[i] - a[i]);
+            g[i] = c[i] * (x[i] - a[i]);
+        }
+        return f;
+    }
+    void hessian_product(const std::vector<double>& at, const double* v, double* out) override {
+        ++products;
+        EXPECT_EQ(at.size(), a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) out[i] = c[i] * v[i];
+    }
+    std::string accepted(const AcceptedIteration& it) override {
+        iterations.push_back(it.iteration);
+        last_x = it.x;
+        return it.iteration == stop_at ? "the test's reason" : "";
+    }
+    bool stopped() const override { return false; }
+    std::vector<double> a, c, last_x;
+    std::vector<int> iterations;
+    int stop_at = 0, throw_at = 0, evaluations = 0, products = 0;
+};
+
+TEST(StageSolver, SolvesWithinTheBoundsReportingEachIteration) {
+    const Grid g{6, 5, 0.1, 0.1};
+    const std::size_t nodes = static_cast<std::size_t>(g.nx) * g.nz, n = 2 * nodes;
+    const std::vector<int> params{0, 1};
+    const std::vector<double> weight(nodes, 1.0);
+    const std::vector<char> masked(nodes, 0);
+    const Model start = Model::uniform(g, 5.0, 0.01);
+    const StageVariables vars{params, weight, masked, 1.0, 1.0, 5.0, 0.01, 1.0, 100.0, 1e-6, 1.0};
+    InversionSpec spec;
+    StageSpec stage;
+    stage.name = "solver-test";
+    const StageSmoothing smoothing(spec, stage, g, params);
+    struct Run {
+        StageSolver::Outcome out;
+        std::exception_ptr failure;
+        StageTimes times;
+    };
+    const auto run = [&](QuadraticProblem& q, InversionMethod method) {
+        StageSmoothing s = smoothing;
+        Run r;
+        StageSolver solver(spec, stage, method, s, n, r.times, r.failure, q, std::chrono::steady_clock::now());
+        r.out = solver.solve(vars, start, 60);
+        return r;
+    };
+    for (const InversionMethod method : {InversionMethod::lbfgs, InversionMethod::gauss_newton}) {
+        SCOPED_TRACE(to_string(method));
+        QuadraticProblem q(n);
+        const Run r = run(q, method);
+        ASSERT_FALSE(r.failure);
+        EXPECT_EQ(r.out.petsc_error, 0);
+        EXPECT_FALSE(r.out.reason.empty());
+        ASSERT_EQ(r.out.x.size(), n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double target = i == 3 ? 100.0 : q.a[i];  // (the bound where the target lies beyond)
+            EXPECT_NEAR(r.out.x[i], target, 1e-5) << i;
+        }
+        ASSERT_FALSE(q.iterations.empty());
+        for (std::size_t k = 0; k < q.iterations.size(); ++k) EXPECT_EQ(q.iterations[k], static_cast<int>(k) + 1);
+        EXPECT_EQ(q.last_x, r.out.x) << "the last accepted iteration is the solution";
+        EXPECT_EQ(q.products > 0, method != InversionMethod::lbfgs);
+        EXPECT_GT(r.times.solve, 0.0);
+    }
+    QuadraticProblem stopping(n);  // the problem's reason stops the solve at that iteration
+    stopping.stop_at = 2;
+    const Run stopped = run(stopping, InversionMethod::lbfgs);
+    EXPECT_EQ(stopped.out.petsc_error, 0);
+    EXPECT_EQ(stopped.out.reason, "the test's reason");
+    EXPECT_EQ(stopping.iterations, (std::vector<int>{1, 2}));
+    EXPECT_EQ(stopping.last_x, stopped.out.x);
+    QuadraticProblem failing(n);  // an error in the objective: TaoSolve fails, the stage gets the exception
+    failing.throw_at = 3;
+    const Run failed = run(failing, InversionMethod::lbfgs);
+    EXPECT_NE(failed.out.petsc_error, 0);
+    ASSERT_TRUE(failed.failure);
+    EXPECT_THROW(std::rethrow_exception(failed.failure), NumericalBlowup);
+}
+
 
 // The Newton CG's preconditioner P' S P on a subset of free variables:
 // symmetric and positive semi-definite (as the CG needs), the smoothing S

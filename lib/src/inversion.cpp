@@ -38,7 +38,7 @@
 #include "petsc_memory.hpp"
 #include "petsc_vectors.hpp"
 #include "stage_checkpoint.hpp"
-#include "stage_newton.hpp"
+#include "stage_solver.hpp"
 #include "stage_objective.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
@@ -140,19 +140,6 @@ private:
     std::future<void> pending_;
 };
 
-/// Where a stage's wall time went.
-struct StageTimes {
-    double evaluations = 0;      // s in the objective
-    double writing = 0;          // s rank 0 spent handing files to the writer (or waiting for it)
-    double optimiser_setup = 0;  // s in TaoSetUp (L-BFGS's vectors)
-    double before_solve = 0;     // s from the stage's start to TaoSolve (calibration included)
-    double evaluations_before_solve = 0;
-    double callbacks = 0;        // s in TAO's calls of the objective and the Hessian (evaluations included)
-    double smoothing = 0;        // s applying the smoothing preconditioner and updating its scale
-    double monitor = 0;          // s in the iteration monitor (writing included)
-    double solve = 0;            // s in TaoSolve
-};
-
 /// A stage's active parameters in the order of the optimisation vector's
 /// blocks (0: eps_r, 1: sigma).
 std::vector<int> active_parameters(const StageSpec& stage) {
@@ -199,7 +186,7 @@ std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryR
 namespace {
 
 /// One stage's TAO problem.
-class StageRun {
+class StageRun final : private StageProblem {
 public:
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
@@ -389,13 +376,13 @@ private:
                 spec_.eps_r_min, spec_.eps_r_max, spec_.sigma_min, spec_.sigma_max};
     }
 
-    /// Hv = d2f/dx2 v at x (hessian_x_): the data term's Hessian through the
-    /// objective (the model's map x -> (eps_r, sigma) is linear in eps_r and
+    /// Hv = d2f/dx2 v at x: the data term's Hessian through the objective
+    /// (the model's map x -> (eps_r, sigma) is linear in eps_r and
     /// exponential in sigma; the full Hessian adds that map's curvature,
     /// dJ/d sigma d2sigma/dx2, which Gauss-Newton leaves out), and the
     /// regularisation's.
-    void hessian_product(const double* v, double* out) {
-        const Model& m = trial_model(hessian_x_.data());
+    void hessian_product(const std::vector<double>& x, const double* v, double* out) override {
+        const Model& m = trial_model(x.data());
         const Grid& g = m.grid;
         const StageVariables vars = variables();
         Array2D ve(g.nz, g.nx), vs(g.nz, g.nx), he, hs;
@@ -407,173 +394,40 @@ private:
         regularization_.hessian(m, vars, v, out);
     }
 
-    static PetscErrorCode form_hessian(Tao tao, Vec x, Mat, Mat, void* ctx) {
-        auto* self = static_cast<StageRun*>(ctx);
-        try {
-            self->hessian_x_ = gather_whole(x);
-            if (self->newton_preconditioner_.installed()) self->newton_preconditioner_.find_free_variables(tao, x);
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return 0;
-    }
-
-    static PetscErrorCode hessian_mult(Mat h, Vec in, Vec out) {
-        void* ctx = nullptr;
-        PetscCall(MatShellGetContext(h, &ctx));
-        auto* self = static_cast<StageRun*>(ctx);
-        const ScopeTimer timer(self->times_.callbacks);
-        try {
-            const std::vector<double> v = gather_whole(in);
-            std::vector<double> hv(v.size(), 0.0);
-            self->hessian_product(v.data(), hv.data());
-            scatter_whole(hv, out);
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return self->stopped_ ? PETSC_ERR_USER : 0;
-    }
-
-    /// Newton-type methods: TAO's bounded Newton line search with the Hessian
-    /// as a shell, its inner CG truncated (inversion.newton) and
-    /// preconditioned by the updates' smoothing where the stage smooths and
-    /// inversion.newton.preconditioner asks for it (FreeVariableSmoothing),
-    /// else by TAO's own L-BFGS approximation.
-    void install_newton(Tao tao, Vec x) {
-        GPRFWI_PETSC(TaoSetType(tao, TAOBNLS));
-        PetscInt local = 0, global = 0;
-        GPRFWI_PETSC(VecGetLocalSize(x, &local));
-        GPRFWI_PETSC(VecGetSize(x, &global));
-        GPRFWI_PETSC(MatCreateShell(PETSC_COMM_WORLD, local, local, global, global, this, &hessian_));
-        GPRFWI_PETSC(MatShellSetOperation(hessian_, MATOP_MULT, reinterpret_cast<void (*)(void)>(&StageRun::hessian_mult)));
-        GPRFWI_PETSC(MatSetOption(hessian_, MAT_SYMMETRIC, PETSC_TRUE));
-        GPRFWI_PETSC(TaoSetHessian(tao, hessian_, hessian_, &StageRun::form_hessian, this));
-        KSP ksp;
-        GPRFWI_PETSC(TaoGetKSP(tao, &ksp));
-        if (ksp) {
-            GPRFWI_PETSC(KSPSetType(ksp, KSPSTCG));
-            GPRFWI_PETSC(KSPSetTolerances(ksp, spec_.newton_cg_tolerance, PETSC_DEFAULT, PETSC_DEFAULT,
-                                          spec_.newton_cg_iterations));
-        }
-        spdlog::info("stage {}: {} (TAO bnls), inner CG of at most {} Hessian-vector products to a relative residual "
-                     "of {}",
-                     stage_.name, method_ == InversionMethod::newton ? "Newton" : "Gauss-Newton", spec_.newton_cg_iterations,
-                     spec_.newton_cg_tolerance);
-    }
-
-    /// f(x) = J/J0 + R and df/dx over the full vector.
-    double objective(const double* x, double* gx) {
-        const Model& m = trial_model(x);
+    /// f(x) = J/J0 + R and df/dx over the full vector; every rank stops
+    /// when any was signalled.
+    double objective(const std::vector<double>& x, std::vector<double>& gx) override {
+        const Model& m = trial_model(x.data());
         const double j = eval_.evaluate(m);
         const StageVariables vars = variables();
-        vars.gradient_to_x(eval_.grad_eps_r(), eval_.grad_sigma(), m, j0_, gx);
-        return j / j0_ + regularization_.value(m, vars, gx);
-    }
-
-    // --- gradient smoothing: L-BFGS's initial inverse Hessian gamma S (StageSmoothing) ---
-    static PetscErrorCode apply_smoothing(PC pc, Vec in, Vec out) {
-        void* ctx = nullptr;
-        PetscCall(PCShellGetContext(pc, &ctx));
-        auto* self = static_cast<StageRun*>(ctx);
-        const ScopeTimer timer(self->times_.smoothing);
-        try {
-            std::vector<double>& v = self->smooth_whole_;
-            gather_whole(in, v);
-            self->smoothing_.smooth(v);
-            scatter_whole(v, out, self->smoothing_.gamma());
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return 0;
-    }
-
-    /// The smoothing's gamma from the latest accepted step.
-    void update_smoothing_scale(Tao tao) {
-        Vec x, g;
-        GPRFWI_PETSC(TaoGetSolution(tao, &x));
-        GPRFWI_PETSC(TaoGetGradient(tao, &g, nullptr, nullptr));
-        gather_whole(x, x_whole_);
-        gather_whole(g, g_whole_);
-        smoothing_.accept(x_whole_, g_whole_);
-    }
-
-    // --- TAO ---
-    static PetscErrorCode form_function_gradient(Tao, Vec x, PetscReal* f, Vec g, void* ctx) {
-        auto* self = static_cast<StageRun*>(ctx);
-        const ScopeTimer timer(self->times_.callbacks);
-        try {
-            self->evaluate(x, f, g);
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return self->stopped_ ? PETSC_ERR_USER : 0;
-    }
-
-    static PetscErrorCode monitor(Tao tao, void* ctx) {
-        auto* self = static_cast<StageRun*>(ctx);
-        try {
-            if (self->smoothing_on_) {
-                const ScopeTimer timer(self->times_.smoothing);
-                self->update_smoothing_scale(tao);
-            }
-            const ScopeTimer timer(self->times_.monitor);
-            self->on_iteration(tao);
-        } catch (...) {
-            self->failure_ = std::current_exception();
-            return PETSC_ERR_USER;
-        }
-        return 0;
-    }
-
-
-    void evaluate(Vec x, PetscReal* f, Vec g) {
-        std::vector<double>& xa = x_whole_;
-        std::vector<double>& ga = g_whole_;
-        gather_whole(x, xa);
-        ga.resize(xa.size());  // (objective() writes every entry)
-        *f = objective(xa.data(), ga.data());
-        bool finite = std::isfinite(*f);
-        const double* gp = ga.data();
+        vars.gradient_to_x(eval_.grad_eps_r(), eval_.grad_sigma(), m, j0_, gx.data());
+        const double f = j / j0_ + regularization_.value(m, vars, gx.data());
+        bool finite = std::isfinite(f);
+        const double* gp = gx.data();
 #pragma omp parallel for schedule(static) reduction(&& : finite)
-        for (std::size_t i = 0; i < ga.size(); ++i) finite = finite && std::isfinite(gp[i]);
+        for (std::size_t i = 0; i < gx.size(); ++i) finite = finite && std::isfinite(gp[i]);
         if (!finite)
-            throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, *f));
-        scatter_whole(ga, g);
-        // every rank stops when any was signalled
+            throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, f));
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
+        return f;
     }
 
-    void on_iteration(Tao tao) {
-        PetscInt its = 0;
-        PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
-        TaoConvergedReason reason;
-        GPRFWI_PETSC(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason));
-        if (its == 0) return;  // the starting point, recorded at calibration
-        TaoLineSearch ls;
-        PetscReal step = 0;
-        GPRFWI_PETSC(TaoGetLineSearch(tao, &ls));
-        GPRFWI_PETSC(TaoLineSearchGetStepLength(ls, &step));
-        Vec x;
-        GPRFWI_PETSC(TaoGetSolution(tao, &x));
-        gather_whole(x, x_whole_);
-        variables().model_from_x(x_whole_.data(), model_);
-        const double j = j0_ * (f - regularization_.value(model_, variables(), nullptr));
-        const int iteration = iteration_offset_ + static_cast<int>(its);
-        append_row(make_row(iteration, j, gnorm, step));
+    bool stopped() const override { return stopped_; }
+
+    /// An accepted iteration: the stage's model, its history row, files and
+    /// checkpoint; why the stage stops there, if it does.
+    std::string accepted(const AcceptedIteration& it) override {
+        variables().model_from_x(it.x.data(), model_);
+        const double j = j0_ * (it.f - regularization_.value(model_, variables(), nullptr));
+        const int iteration = iteration_offset_ + it.iteration;
+        append_row(make_row(iteration, j, it.gradient_norm, it.step));
         write_iteration(iteration, false);
         std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed(), spec_.max_propagations);
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
             stopped_ = true;
             why = "stop requested by a signal";
         }
-        if (!why.empty()) {
-            user_reason_ = why;
-            GPRFWI_PETSC(TaoSetConvergedReason(tao, TAO_CONVERGED_USER));
-        }
+        return why;
     }
 
     /// The per-iteration model and the checkpoint: rank 0 hands copies to
@@ -643,154 +497,15 @@ private:
                      wall - t.before_solve - t.solve);
     }
 
-    static PetscErrorCode h0_mult(Mat h0, Vec in, Vec out) {
-        // H0 = (gamma S)^-1 is never multiplied by L-BFGS's two-loop recursion;
-        // should anything ask, 1/gamma is its scale on smooth vectors
-        void* ctx = nullptr;
-        PetscCall(MatShellGetContext(h0, &ctx));
-        PetscCall(VecCopy(in, out));
-        PetscCall(VecScale(out, 1.0 / static_cast<StageRun*>(ctx)->smoothing_.gamma()));
-        return 0;
-    }
-
-    void install_smoothing(Tao tao, const std::string& type, Vec x) {
-        if (type != TAOBLMVM && type != TAOLMVM) {
-            spdlog::warn("stage {}: gradient smoothing needs TAO type blmvm or lmvm, not {}; not smoothing", stage_.name, type);
-            return;
-        }
-        PetscInt local = 0, global = 0;
-        GPRFWI_PETSC(VecGetLocalSize(x, &local));
-        GPRFWI_PETSC(VecGetSize(x, &global));
-        GPRFWI_PETSC(MatCreateShell(PETSC_COMM_WORLD, local, local, global, global, this, &smoothing_h0_));
-        GPRFWI_PETSC(MatShellSetOperation(smoothing_h0_, MATOP_MULT, reinterpret_cast<void (*)(void)>(&StageRun::h0_mult)));
-        GPRFWI_PETSC(TaoLMVMSetH0(tao, smoothing_h0_));
-        GPRFWI_PETSC(TaoSetUp(tao));  // gives the L-BFGS matrix its J0 and the KSP that applies J0^-1
-        KSP ksp;
-        PC pc;
-        GPRFWI_PETSC(TaoLMVMGetH0KSP(tao, &ksp));
-        GPRFWI_PETSC(KSPSetType(ksp, KSPPREONLY));
-        GPRFWI_PETSC(KSPGetPC(ksp, &pc));
-        GPRFWI_PETSC(PCSetType(pc, PCSHELL));
-        GPRFWI_PETSC(PCShellSetContext(pc, this));
-        GPRFWI_PETSC(PCShellSetApply(pc, &StageRun::apply_smoothing));
-        smoothing_on_ = true;
-        smoothing_.restart();
-        spdlog::info("stage {}: updates smoothed by Gaussians of {:.3g} m (eps_r) and {:.3g} m (sigma), L-BFGS's initial "
-                     "inverse Hessian", stage_.name, smoothing_.length(0), smoothing_.length(1));
-    }
-
     void solve(int max_iterations) {
-        const PetscInt n_total = static_cast<PetscInt>(params_.size() * n_);
-        Vec x, lo, hi;
-        Tao tao;
-        GPRFWI_PETSC(VecCreateMPI(PETSC_COMM_WORLD, PETSC_DECIDE, n_total, &x));
-        GPRFWI_PETSC(VecDuplicate(x, &lo));
-        GPRFWI_PETSC(VecDuplicate(x, &hi));
-        // the starting point and the bounds, in the scaled variables: each rank its part
-        {
-            PetscInt first = 0, end = 0;
-            GPRFWI_PETSC(VecGetOwnershipRange(x, &first, &end));
-            PetscScalar *xa = nullptr, *la = nullptr, *ha = nullptr;
-            GPRFWI_PETSC(VecGetArray(x, &xa));
-            GPRFWI_PETSC(VecGetArray(lo, &la));
-            GPRFWI_PETSC(VecGetArray(hi, &ha));
-            const StageVariables vars = variables();
-#pragma omp parallel for schedule(static)
-            for (PetscInt j = first; j < end; ++j)
-                vars.entry_of(model_, static_cast<std::size_t>(j), xa[j - first], la[j - first], ha[j - first]);
-            GPRFWI_PETSC(VecRestoreArray(x, &xa));
-            GPRFWI_PETSC(VecRestoreArray(lo, &la));
-            GPRFWI_PETSC(VecRestoreArray(hi, &ha));
-        }
-        GPRFWI_PETSC(TaoCreate(PETSC_COMM_WORLD, &tao));
-        GPRFWI_PETSC(TaoSetType(tao, TAOBLMVM));
-        if (method_ != InversionMethod::lbfgs) install_newton(tao, x);
-        GPRFWI_PETSC(TaoSetSolution(tao, x));
-        GPRFWI_PETSC(TaoSetVariableBounds(tao, lo, hi));
-        GPRFWI_PETSC(TaoSetObjectiveAndGradient(tao, nullptr, &StageRun::form_function_gradient, this));
-        GPRFWI_PETSC(TaoSetMaximumIterations(tao, max_iterations));
-        GPRFWI_PETSC(TaoSetMaximumFunctionEvaluations(
-            tao, stage_.max_evaluations > 0 ? stage_.max_evaluations : 4 * max_iterations + 10));
-        GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
-        GPRFWI_PETSC(TaoSetMonitor(tao, &StageRun::monitor, this, nullptr));
-        // options of this TaoSetFromOptions alone, unless the PETSc options name them: L-BFGS's memory (BLMVM's
-        // matrix is reached only through the options); in a Newton-type stage that smooths, TAO's active set
-        // without Bertsekas' trial step (the free variables its CG runs on are then find_free_variables')
-        std::vector<std::pair<std::string, std::string>> ours;
-        if (spec_.lbfgs_history > 0) ours.emplace_back("-tao_blmvm_mat_lmvm_hist_size", std::to_string(spec_.lbfgs_history));
-        const NewtonPreconditioner preconditioner = spec_.newton_preconditioner.value_or(
-            method_ == InversionMethod::gauss_newton ? NewtonPreconditioner::smoothing : NewtonPreconditioner::lbfgs);
-        const bool newton_smooths = method_ != InversionMethod::lbfgs && smoothing_.wanted() &&
-                                    preconditioner == NewtonPreconditioner::smoothing;
-        PetscBool as_type_given = PETSC_FALSE;
-        GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, "-tao_bnk_as_type", &as_type_given));
-        if (newton_smooths) ours.emplace_back("-tao_bnk_as_type", "none");
-        std::vector<std::string> set;
-        for (const auto& [name, value] : ours) {
-            PetscBool given = PETSC_FALSE;
-            GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, name.c_str(), &given));
-            if (given) continue;
-            GPRFWI_PETSC(PetscOptionsSetValue(nullptr, name.c_str(), value.c_str()));
-            set.push_back(name);
-        }
-        const PetscErrorCode from_options = TaoSetFromOptions(tao);  // -tao_* from inversion.petsc_options and the command line
-        for (const std::string& name : set) GPRFWI_PETSC(PetscOptionsClearValue(nullptr, name.c_str()));
-        petsc_check(from_options, "TaoSetFromOptions(tao)");
-        TaoType type = nullptr;
-        GPRFWI_PETSC(TaoGetType(tao, &type));
-        spdlog::debug("stage {}: TAO type {}", stage_.name, type ? type : "?");
-        const char* method_type = method_ == InversionMethod::lbfgs ? TAOBLMVM : TAOBNLS;
-        if (type && std::string(type) != method_type) {
-            const std::string t = type;
-            const bool bounded = t == TAOBLMVM || t == TAOBQNLS || t == TAOBQNKLS || t == TAOBQNKTR || t == TAOBQNKTL ||
-                                 t == TAOBNLS || t == TAOBNTR || t == TAOBNTL || t == TAOTRON || t == TAOGPCG || t == TAOBNCG;
-            spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, t,
-                         bounded ? "" : "; it ignores bounds, so the model is clamped to them instead");
-        }
-        {  // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
-            const ScopeTimer timer(times_.optimiser_setup);
-            if (smoothing_.wanted()) {
-                if (method_ == InversionMethod::lbfgs) install_smoothing(tao, type ? type : "", x);
-            }
-            GPRFWI_PETSC(TaoSetUp(tao));
-            if (newton_smooths && type && std::string(type) == TAOBNLS) {
-                if (as_type_given)
-                    spdlog::warn("stage {}: -tao_bnk_as_type is given, so the updates' smoothing does not precondition "
-                                 "the Newton steps (it needs TAO's active set without a trial step)", stage_.name);
-                else {
-                    newton_preconditioner_.install(tao);
-                    spdlog::info("stage {}: Newton steps preconditioned by Gaussians of {:.3g} m (eps_r) and {:.3g} m "
-                                 "(sigma), the updates' smoothing", stage_.name, smoothing_.length(0), smoothing_.length(1));
-                }
-            } else if (method_ != InversionMethod::lbfgs && smoothing_.wanted()) {
-                spdlog::info("stage {}: the updates not smoothed: {} steps preconditioned by TAO's L-BFGS "
-                             "(inversion.newton.preconditioner)", stage_.name, to_string(method_));
-            }
-        }
-        times_.before_solve = elapsed();
-        times_.evaluations_before_solve = times_.evaluations;
-        PetscErrorCode rc = 0;
-        {
-            const ScopeTimer timer(times_.solve);
-            rc = TaoSolve(tao);
-        }
-        TaoConvergedReason reason = TAO_CONTINUE_ITERATING;
-        if (rc == 0) TaoGetConvergedReason(tao, &reason);
-        Vec xs;
-        TaoGetSolution(tao, &xs);
-        const std::vector<double> xa = gather_whole(xs);
-        TaoDestroy(&tao);
-        if (smoothing_h0_) MatDestroy(&smoothing_h0_);
-        if (hessian_) MatDestroy(&hessian_);
-        smoothing_on_ = false;
-        VecDestroy(&lo);
-        VecDestroy(&hi);
-        VecDestroy(&x);
+        StageSolver solver(spec_, stage_, method_, smoothing_, params_.size() * n_, times_, failure_, *this, t0_);
+        const StageSolver::Outcome out = solver.solve(variables(), model_, max_iterations);
         if (failure_) std::rethrow_exception(failure_);
         if (stopped_) return;  // the last accepted iteration's checkpoint stands
-        if (rc != 0) throw Error(fmt::format("stage {}: TAO failed (PETSc error code {})", stage_.name, static_cast<int>(rc)));
-        variables().model_from_x(xa.data(), model_);
-        finish(reason == TAO_CONVERGED_USER ? user_reason_ : TaoConvergedReasons[reason]);
+        if (out.petsc_error != 0)
+            throw Error(fmt::format("stage {}: TAO failed (PETSc error code {})", stage_.name, out.petsc_error));
+        variables().model_from_x(out.x.data(), model_);
+        finish(out.reason);
     }
 
     const InversionSpec& spec_;
@@ -806,30 +521,20 @@ private:
     std::vector<int> params_;  // 0: eps_r, 1: sigma
     std::vector<double> weight_;
     std::vector<double> preconditioner_;  // illumination factors, 1 without
-    Mat smoothing_h0_ = nullptr;          // gradient smoothing's initial Hessian, while TAO runs
-    bool smoothing_on_ = false;
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
     int iteration_offset_ = 0, evaluation_offset_ = 0, propagation_offset_ = 0;
     InversionMethod method_ = InversionMethod::lbfgs;
-    Mat hessian_ = nullptr;          // the Newton-type methods' Hessian (a shell), while TAO runs
-    std::vector<double> hessian_x_;  // the point TAO last asked the Hessian at
     double stage_seconds_offset_ = 0, campaign_offset_ = 0;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     bool stopped_ = false;
-    std::string user_reason_;
     std::exception_ptr failure_;
     BackgroundWriter& writer_;
     StageTimes times_;
     StageObjective eval_{objective_, stage_, times_.evaluations};  // the data misfit, its gradient, the propagations
     Model trial_;  // the model of the evaluation in progress
-    // whole TAO vectors, their memory reused by every evaluation
-    std::vector<double> x_whole_, g_whole_, smooth_whole_;
     StageRegularization regularization_;
     StageSmoothing smoothing_;
-    // the smoothing preconditioning a Newton-type stage's CG, where it does
-    FreeVariableSmoothing newton_preconditioner_{smoothing_, n_ * params_.size(), stage_.name, times_.smoothing,
-                                                 failure_};
 };
 
 }  // namespace
