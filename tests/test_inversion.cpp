@@ -38,6 +38,7 @@
 #include "stage_checkpoint.hpp"
 #include "stage_newton.hpp"
 #include "stage_objective.hpp"
+#include "stage_output.hpp"
 #include "stage_solver.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
@@ -887,6 +888,70 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
             }
         },
         Error);
+}
+
+/// A stage's files: each recorded row carries the model's errors against
+/// the truth and lands in history.csv and the checkpoint, whose numbers are
+/// the iteration's; the model and gradient files where asked for; the
+/// preconditioner read back must fit the model.
+TEST(StageOutput, WritesTheHistoryCheckpointAndIterationFiles) {
+    const Grid g{6, 5, 0.1, 0.1};
+    const std::string dir = scratch_dir("stage-output");
+    InversionSpec spec;
+    spec.save_gradients = true;
+    StageSpec stage;
+    stage.name = "out";
+    std::vector<HistoryRow> history;
+    const std::optional<Model> truth = Model::uniform(g, 5.0, 0.01);
+    BackgroundWriter writer;
+    double writing = 0;
+    StageOutput output(spec, stage, 2, history, dir, "config text", truth, writer, writing);
+    const Model m = Model::uniform(g, 5.5, 0.01);
+    HistoryRow r;
+    r.stage = stage.name;
+    r.iteration = 1;
+    r.misfit = 0.5;
+    output.record(r, m);
+    ASSERT_EQ(history.size(), 1u);
+    EXPECT_NEAR(history[0].error_eps_r, 0.1, 1e-12);
+    EXPECT_EQ(history[0].error_sigma, 0.0);
+    EXPECT_TRUE(output.wants_gradient(1, false));
+    EXPECT_FALSE(output.wants_gradient(0, false));
+    EXPECT_FALSE(output.wants_gradient(1, true));
+    const Array2D ge(g.nz, g.nx, 2.0), gs(g.nz, g.nx, -3.0);
+    CheckpointState state;
+    state.stage = 2;
+    state.iterations = 1;
+    state.j0 = 4.0;
+    state.sigma_sensitivity = 0.25;
+    output.write({m, &ge, &gs, 0.5, state});
+    writer.wait();
+    EXPECT_GE(writing, 0.0);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/models/03_out_001.h5"));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/gradients/03_out_001.h5"));
+    H5Attributes a = checkpoint_attributes({});
+    const Model back = read_model_h5(dir + "/checkpoint.h5", g, &a);
+    EXPECT_EQ(back.eps_r(2, 3), 5.5);
+    const CheckpointState read = checkpoint_state(a);
+    EXPECT_EQ(read.stage, 2);
+    EXPECT_EQ(read.iterations, 1);
+    EXPECT_EQ(read.j0, 4.0);
+    EXPECT_EQ(read.sigma_sensitivity, 0.25);
+    const std::vector<HistoryRow> rows = parse_history(read.history_csv);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].error_eps_r, history[0].error_eps_r);
+    std::ifstream csv(dir + "/history.csv");
+    const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, read.history_csv);
+
+    output.write_preconditioner(std::vector<double>(7, 1.5));
+    EXPECT_EQ(output.read_preconditioner(7), std::vector<double>(7, 1.5));
+    try {
+        output.read_preconditioner(30);
+        ADD_FAILURE() << "a preconditioner of another size must not be read";
+    } catch (const SizeMismatch& e) {
+        EXPECT_NE(std::string(e.what()).find(output.preconditioner_file()), std::string::npos) << e.what();
+    }
 }
 
 /// A stage's evaluations: the model of the last one is not evaluated again

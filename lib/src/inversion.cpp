@@ -15,10 +15,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
-#include <future>
-#include <numeric>
-#include <sstream>
 #include <string_view>
 #include <tuple>
 
@@ -38,10 +34,11 @@
 #include "petsc_memory.hpp"
 #include "petsc_vectors.hpp"
 #include "stage_checkpoint.hpp"
-#include "stage_solver.hpp"
 #include "stage_objective.hpp"
+#include "stage_output.hpp"
 #include "stage_regularization.hpp"
 #include "stage_smoothing.hpp"
+#include "stage_solver.hpp"
 #include "timing.hpp"
 
 namespace gprfwi {
@@ -51,94 +48,6 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 
 extern "C" void on_stop_signal(int) { g_stop = 1; }
-
-double relative_error(const Array2D& a, const Array2D& truth) {
-    double d = 0, n = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        d += std::pow(a.data()[i] - truth.data()[i], 2);
-        n += std::pow(truth.data()[i], 2);
-    }
-    return n > 0 ? std::sqrt(d / n) : 0.0;
-}
-
-std::string history_header(bool errors) {
-    return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,propagations,seconds") +
-           (errors ? ",error_eps_r,error_sigma" : "") + "\n";
-}
-
-std::string history_line(const HistoryRow& r, bool errors) {
-    std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{},{:.3f}", r.stage, r.iteration, r.misfit,
-                                r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.propagations, r.seconds);
-    if (errors) s += fmt::format(",{:.17g},{:.17g}", r.error_eps_r, r.error_sigma);
-    return s + "\n";
-}
-
-std::vector<HistoryRow> parse_history(const std::string& csv) {
-    std::vector<HistoryRow> rows;
-    std::istringstream in(csv);
-    std::string line;
-    std::getline(in, line);  // header; histories written before the propagations column lack it
-    const std::size_t shift = line.find(",propagations,") != std::string::npos ? 1 : 0;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        std::vector<std::string> f;
-        std::stringstream ls(line);
-        for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
-        if (f.size() < 8 + shift) throw Error("checkpoint: malformed history line: " + line);
-        auto number = [&](std::size_t k) {  // (a number of the history is finite, subnormals included)
-            const std::optional<double> v = parse_finite_double(f[k]);
-            if (!v) throw InputFileError("checkpoint: malformed history line (column " + std::to_string(k + 1) + "): " + line);
-            return *v;
-        };
-        HistoryRow r;
-        r.stage = f[0];
-        r.iteration = static_cast<int>(number(1));
-        r.misfit = number(2);
-        r.misfit_relative = number(3);
-        r.gradient_norm = number(4);
-        r.step = number(5);
-        r.evaluations = static_cast<int>(number(6));
-        if (shift) r.propagations = static_cast<int>(number(7));
-        r.seconds = number(7 + shift);
-        if (f.size() >= 10 + shift) {
-            r.error_eps_r = number(8 + shift);
-            r.error_sigma = number(9 + shift);
-        }
-        rows.push_back(r);
-    }
-    return rows;
-}
-
-/// Rank 0's files written on a thread of their own, so that an iteration's
-/// model and checkpoint do not hold up the next evaluation: one job at a
-/// time, in order (post() waits for the one before). wait() returns when
-/// all are written and rethrows a job's failure; the campaign waits before
-/// it ends, stops or fails, so its last checkpoint stands as before.
-/// HDF5 is not thread-safe: while a stage runs, its files go through the
-/// writer alone, and whatever else writes or reads files does so between
-/// stages, after the wait.
-class BackgroundWriter {
-public:
-    BackgroundWriter() = default;
-    BackgroundWriter(const BackgroundWriter&) = delete;
-    BackgroundWriter& operator=(const BackgroundWriter&) = delete;
-    ~BackgroundWriter() {
-        try {
-            wait();
-        } catch (...) {  // (an error already on its way out: the first one is reported)
-        }
-    }
-    void post(std::function<void()> job) {
-        wait();
-        pending_ = std::async(std::launch::async, std::move(job));
-    }
-    void wait() {
-        if (pending_.valid()) pending_.get();
-    }
-
-private:
-    std::future<void> pending_;
-};
 
 /// A stage's active parameters in the order of the optimisation vector's
 /// blocks (0: eps_r, 1: sigma).
@@ -191,10 +100,11 @@ public:
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
              std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
              const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer, double& sigma_sensitivity)
-        : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history), out_(out_dir),
-          config_(config), truth_(truth), stage_index_(stage_index), sigma_sensitivity_(sigma_sensitivity),
-          n_(model.eps_r.size()),
-          params_(active_parameters(stage)), writer_(writer), regularization_(spec),
+        : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history),
+          stage_index_(stage_index), sigma_sensitivity_(sigma_sensitivity), n_(model.eps_r.size()),
+          params_(active_parameters(stage)),
+          output_(spec, stage, stage_index, history, out_dir, config, truth, writer, times_.writing),
+          regularization_(spec),
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
         weight_ = update_weights(spec, model.grid);
@@ -221,12 +131,9 @@ public:
             spdlog::info("stage {}: resuming after iteration {} ({} evaluations so far)", stage_.name, iteration_offset_,
                          evaluation_offset_);
             if (spec_.illumination_stabilization > 0) {
-                const std::vector<double> p = read_vector_h5(preconditioner_file(), "weights", 1.0);
-                if (p.size() != n_)
-                    throw SizeMismatch(fmt::format("{}: {} weights for {} model nodes", preconditioner_file(), p.size(), n_));
-                preconditioner_ = p;
-                for (std::size_t i = 0; i < n_; ++i) weight_[i] *= p[i];
-                spdlog::info("stage {}: illumination preconditioning from {}", stage_.name, preconditioner_file());
+                preconditioner_ = output_.read_preconditioner(n_);
+                for (std::size_t i = 0; i < n_; ++i) weight_[i] *= preconditioner_[i];
+                spdlog::info("stage {}: illumination preconditioning from {}", stage_.name, output_.preconditioner_file());
             }
         } else {
             calibrate();
@@ -265,12 +172,7 @@ private:
             Array2D illumination;
             j = eval_.evaluate(model_, &illumination);
             precondition(illumination);
-            parallel::collectively([&] {
-                if (parallel::is_root())
-                    write_vector_h5(preconditioner_file(), "weights", preconditioner_, 1.0,
-                                    "weights: per model node ([nz][nx] flattened), the factor on each update's "
-                                    "variable from illumination preconditioning", config_);
-            });
+            output_.write_preconditioner(preconditioner_);
         } else {
             j = eval_.evaluate(model_);
         }
@@ -282,8 +184,8 @@ private:
                      "optimisation variable ({}; inversion.scaling fixes them)",
                      stage_.name, j, s_eps_, s_sig_,
                      spec_.scale_eps_r > 0 && spec_.scale_sigma > 0 ? "fixed" : "calibrated from the first gradient");
-        HistoryRow row = make_row(0, j, 0.0, 0.0);
-        if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0) append_row(row);
+        if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0)
+            output_.record(make_row(0, j, 0.0, 0.0), model_);
     }
 
     /// sigma's total variation at the share the survey's sensitivity to
@@ -298,9 +200,6 @@ private:
                      sigma_sensitivity_ > 0 ? ", from the campaign's first calibration" : ", not known");
     }
 
-    std::string preconditioner_file() const {
-        return (std::filesystem::path(out_) / fmt::format("preconditioner_{:02}_{}.h5", stage_index_ + 1, stage_.name)).string();
-    }
 
     /// Illumination preconditioning (illumination_factors): each node's
     /// weight times its factor.
@@ -321,7 +220,7 @@ private:
             hi = std::max(hi, p * p);
         }
         spdlog::info("stage {}: illumination preconditioning (stabilisation {}): updates scaled by {:.3g} to {:.3g}; "
-                     "wrote {}", stage_.name, a, lo, hi, preconditioner_file());
+                     "wrote {}", stage_.name, a, lo, hi, output_.preconditioner_file());
     }
 
     HistoryRow make_row(int iteration, double j, double gnorm, double step) const {
@@ -335,20 +234,7 @@ private:
         r.evaluations = evaluation_offset_ + eval_.evaluations();
         r.propagations = propagation_offset_ + eval_.propagations();
         r.seconds = campaign_seconds();
-        if (truth_) {
-            r.error_eps_r = relative_error(model_.eps_r, truth_->eps_r);
-            r.error_sigma = relative_error(model_.sigma, truth_->sigma);
-        }
         return r;
-    }
-
-    void append_row(const HistoryRow& r) {
-        history_.push_back(r);
-        spdlog::info("stage {} iteration {:>3}: misfit {:.6g} ({:.4g} of the stage's start), |g| {:.3g}, step {:.3g}, "
-                     "{} evaluations, {} propagations, {:.1f} s{}",
-                     r.stage, r.iteration, r.misfit, r.misfit_relative, r.gradient_norm, r.step, r.evaluations,
-                     r.propagations, r.seconds,
-                     r.error_eps_r >= 0 ? fmt::format("; model error eps_r {:.4f}, sigma {:.4f}", r.error_eps_r, r.error_sigma) : "");
     }
 
     /// The model at x, in trial_ (its memory reused from one evaluation to
@@ -420,7 +306,7 @@ private:
         variables().model_from_x(it.x.data(), model_);
         const double j = j0_ * (it.f - regularization_.value(model_, variables(), nullptr));
         const int iteration = iteration_offset_ + it.iteration;
-        append_row(make_row(iteration, j, it.gradient_norm, it.step));
+        output_.record(make_row(iteration, j, it.gradient_norm, it.step), model_);
         write_iteration(iteration, false);
         std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed(), spec_.max_propagations);
         if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
@@ -430,50 +316,14 @@ private:
         return why;
     }
 
-    /// The per-iteration model and the checkpoint: rank 0 hands copies to
-    /// the background writer (collectively agreed, so that a failure of the
-    /// write before stops every rank).
+    /// The iteration's files and the checkpoint (StageOutput::write).
     void write_iteration(int iteration, bool stage_done) {
-        const ScopeTimer timer(times_.writing);
-        const double seconds = campaign_seconds();
-        const double stage_seconds = stage_seconds_offset_ + elapsed();
-        parallel::collectively([&] {
-            if (!parallel::is_root()) return;
-            writer_.wait();
-            const bool with_gradient = spec_.save_gradients && iteration > 0 && !stage_done && eval_.holds(model_);
-            std::string csv = history_header(truth_.has_value());
-            for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
-            H5Attributes a = checkpoint_attributes({stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(),
-                                                    seconds, stage_seconds, j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
-                                                    sigma_sensitivity_, csv});
-            const std::string model_file =
-                spec_.save_models && iteration > 0 && !stage_done
-                    ? (std::filesystem::path(out_) / "models" /
-                       fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
-                          .string()
-                    : std::string();
-            const std::string gradient_file =
-                with_gradient ? (std::filesystem::path(out_) / "gradients" /
-                                 fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
-                                    .string()
-                              : std::string();
-            std::optional<std::pair<Array2D, Array2D>> gradient;
-            if (with_gradient) gradient.emplace(eval_.grad_eps_r(), eval_.grad_sigma());
-            writer_.post([model = model_, gradient = std::move(gradient), model_file, gradient_file, a = std::move(a),
-                          csv = std::move(csv), out = out_, config = config_, j = eval_.misfit()] {
-                if (!model_file.empty()) {
-                    std::filesystem::create_directories(std::filesystem::path(model_file).parent_path());
-                    write_model_h5(model_file, model, config);
-                }
-                if (gradient) {
-                    std::filesystem::create_directories(std::filesystem::path(gradient_file).parent_path());
-                    write_gradient_h5(gradient_file, model.grid, j, gradient->first, gradient->second, config);
-                }
-                // the checkpoint first: it is the truth a resume starts from
-                write_model_h5((std::filesystem::path(out) / "checkpoint.h5").string(), model, config, a);
-                write_text_atomically((std::filesystem::path(out) / "history.csv").string(), csv);
-            });
-        });
+        const bool gradient = output_.wants_gradient(iteration, stage_done) && eval_.holds(model_);
+        output_.write({model_, gradient ? &eval_.grad_eps_r() : nullptr, gradient ? &eval_.grad_sigma() : nullptr,
+                       eval_.misfit(),
+                       {stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(), campaign_seconds(),
+                        stage_seconds_offset_ + elapsed(), j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
+                        sigma_sensitivity_, ""}});
     }
 
     void finish(const std::string& why) {
@@ -513,12 +363,12 @@ private:
     InversionObjective& objective_;
     Model& model_;
     std::vector<HistoryRow>& history_;
-    std::string out_, config_;
-    const std::optional<Model>& truth_;
     int stage_index_;
     double& sigma_sensitivity_;  // the campaign's (sigma_sensitivity), from its first calibration; 0: not yet
     std::size_t n_;
     std::vector<int> params_;  // 0: eps_r, 1: sigma
+    StageTimes times_;
+    StageOutput output_;
     std::vector<double> weight_;
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
@@ -529,8 +379,6 @@ private:
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     bool stopped_ = false;
     std::exception_ptr failure_;
-    BackgroundWriter& writer_;
-    StageTimes times_;
     StageObjective eval_{objective_, stage_, times_.evaluations};  // the data misfit, its gradient, the propagations
     Model trial_;  // the model of the evaluation in progress
     StageRegularization regularization_;
