@@ -129,7 +129,6 @@ void run_tomography(const TomographyArgs& a) {
     spec.illumination_stabilization = 0;
     spec.regularize_eps_r = {};
     spec.regularize_sigma = {};
-    spec.sigma_tv_follows_sensitivity = false;
     spec.save_models = false;
     spec.save_gradients = false;
     spec.true_model.clear();

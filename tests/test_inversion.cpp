@@ -488,7 +488,7 @@ TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
     }
     InversionSpec spec;
     const double j0 = 4.0, eps_ref = 6.5;
-    const auto [s_eps, s_sig] = calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref);
+    const auto [s_eps, s_sig] = calibrated_scales(spec, gradient_peaks(weight, masked, ge, gs, m), j0, eps_ref);
     const StageVariables v{params, weight, masked, s_eps, s_sig, eps_ref, 0.005, 1e-9, 1e9, 1e-30, 1e30};
     std::vector<double> x(2 * n), lo(2 * n), hi(2 * n), gx(2 * n);
     for (std::size_t j = 0; j < 2 * n; ++j) v.entry_of(m, j, x[j], lo[j], hi[j]);
@@ -506,7 +506,7 @@ TEST(StageVariables, CalibratedScalesSetTheFirstStep) {
     EXPECT_NEAR(ds, spec.calibration_sigma_step, 1e-12);
     spec.scale_eps_r = 2.5;
     spec.scale_sigma = 0.7;
-    EXPECT_EQ(calibrated_scales(spec, weight, masked, ge, gs, m, j0, eps_ref), std::pair(2.5, 0.7));
+    EXPECT_EQ(calibrated_scales(spec, gradient_peaks(weight, masked, ge, gs, m), j0, eps_ref), std::pair(2.5, 0.7));
 }
 
 /// The data's sensitivity to ln sigma against eps_r / eps_ref: the ratio of
@@ -530,13 +530,13 @@ TEST(StageVariables, SigmaSensitivityComparesTheGradientsPeaks) {
     ge.data()[40] = 1e6;
     gs.data()[40] = 1e9;
     const double eps_ref = 7.5;
-    EXPECT_NEAR(sigma_sensitivity(weight, masked, ge, gs, m, eps_ref), 3.0 / (eps_ref * 0.5), 1e-14);
+    EXPECT_NEAR(sigma_sensitivity(gradient_peaks(weight, masked, ge, gs, m), eps_ref), 3.0 / (eps_ref * 0.5), 1e-14);
     Array2D ge4 = ge, gs4 = gs;
     for (std::size_t i = 0; i < n; ++i) ge4.data()[i] *= 4, gs4.data()[i] *= 4;
-    EXPECT_NEAR(sigma_sensitivity(weight, masked, ge4, gs4, m, eps_ref), 3.0 / (eps_ref * 0.5), 1e-14)
+    EXPECT_NEAR(sigma_sensitivity(gradient_peaks(weight, masked, ge4, gs4, m), eps_ref), 3.0 / (eps_ref * 0.5), 1e-14)
         << "a property of the data, not of the misfit's scale";
     Array2D none(g.nz, g.nx, 0.0);
-    EXPECT_EQ(sigma_sensitivity(weight, masked, none, gs, m, eps_ref), 0.0);
+    EXPECT_EQ(sigma_sensitivity(gradient_peaks(weight, masked, none, gs, m), eps_ref), 0.0);
 }
 
 /// sigma's share of the automatic total variation: all of it where the data

@@ -177,9 +177,9 @@ private:
             j = eval_.evaluate(model_);
         }
         j0_ = j > 0 ? j : 1.0;
-        std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_, j0_, eps_ref_);
-        if (!(sigma_sensitivity_ > 0))
-            sigma_sensitivity_ = sigma_sensitivity(weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_, eps_ref_);
+        const GradientPeaks peaks = gradient_peaks(weight_, masked_, eval_.grad_eps_r(), eval_.grad_sigma(), model_);
+        std::tie(s_eps_, s_sig_) = calibrated_scales(spec_, peaks, j0_, eps_ref_);
+        if (!(sigma_sensitivity_ > 0)) sigma_sensitivity_ = sigma_sensitivity(peaks, eps_ref_);
         spdlog::info("stage {}: misfit {:.6g}; scaling: eps_r changes {:.4g} and ln(sigma) {:.4g} per unit of the "
                      "optimisation variable ({}; inversion.scaling fixes them)",
                      stage_.name, j, s_eps_, s_sig_,

@@ -109,17 +109,15 @@ void StageOutput::write(const IterationFiles& f) {
         CheckpointState state = f.state;
         state.history_csv = csv;
         H5Attributes a = checkpoint_attributes(state);
+        // NN_STAGE_III.h5 in `folder`
+        const auto iteration_file = [&](const char* folder) {
+            return (std::filesystem::path(out_) / folder /
+                    fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
+                .string();
+        };
         const std::string model_file =
-            spec_.save_models && iteration > 0 && !f.state.stage_done
-                ? (std::filesystem::path(out_) / "models" /
-                   fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
-                      .string()
-                : std::string();
-        const std::string gradient_file =
-            with_gradient ? (std::filesystem::path(out_) / "gradients" /
-                             fmt::format("{:02}_{}_{:03}.h5", stage_index_ + 1, stage_.name, iteration))
-                                .string()
-                          : std::string();
+            spec_.save_models && iteration > 0 && !f.state.stage_done ? iteration_file("models") : std::string();
+        const std::string gradient_file = with_gradient ? iteration_file("gradients") : std::string();
         std::optional<std::pair<Array2D, Array2D>> gradient;
         if (with_gradient) gradient.emplace(*f.grad_eps_r, *f.grad_sigma);
         writer_.post([model = f.model, gradient = std::move(gradient), model_file, gradient_file, a = std::move(a),

@@ -95,7 +95,7 @@ int StageSolver::evaluate(Vec x, PetscReal* f, Vec g) {
 
 int StageSolver::form_hessian(Tao tao, Vec x) {
     return guarded([&] {
-        hessian_x_ = gather_whole(x);
+        gather_whole(x, hessian_x_);
         if (newton_preconditioner_.installed()) newton_preconditioner_.find_free_variables(tao, x);
     });
 }
@@ -103,10 +103,10 @@ int StageSolver::form_hessian(Tao tao, Vec x) {
 int StageSolver::hessian_mult(Vec in, Vec out) {
     const ScopeTimer timer(times_.callbacks);
     const int rc = guarded([&] {
-        const std::vector<double> v = gather_whole(in);
-        std::vector<double> hv(v.size(), 0.0);
-        problem_.hessian_product(hessian_x_, v.data(), hv.data());
-        scatter_whole(hv, out);
+        gather_whole(in, v_whole_);
+        hv_whole_.assign(v_whole_.size(), 0.0);
+        problem_.hessian_product(hessian_x_, v_whole_.data(), hv_whole_.data());
+        scatter_whole(hv_whole_, out);
     });
     return rc != 0 || problem_.stopped() ? PETSC_ERR_USER : 0;
 }
@@ -213,7 +213,8 @@ void StageSolver::install_smoothing(Tao tao, const std::string& type, Vec x) {
                  "inverse Hessian", stage_.name, smoothing_.length(0), smoothing_.length(1));
 }
 
-void StageSolver::set_options(Tao tao) {
+StageSolver::Configured StageSolver::set_options(Tao tao) {
+    Configured c;
     // options of this TaoSetFromOptions alone, unless the PETSc options name them: L-BFGS's memory (BLMVM's
     // matrix is reached only through the options); in a Newton-type stage that smooths, TAO's active set
     // without Bertsekas' trial step (the free variables its CG runs on are then find_free_variables')
@@ -221,12 +222,12 @@ void StageSolver::set_options(Tao tao) {
     if (spec_.lbfgs_history > 0) ours.emplace_back("-tao_blmvm_mat_lmvm_hist_size", std::to_string(spec_.lbfgs_history));
     const NewtonPreconditioner preconditioner = spec_.newton_preconditioner.value_or(
         method_ == InversionMethod::gauss_newton ? NewtonPreconditioner::smoothing : NewtonPreconditioner::lbfgs);
-    newton_smooths_ = method_ != InversionMethod::lbfgs && smoothing_.wanted() &&
-                      preconditioner == NewtonPreconditioner::smoothing;
+    c.newton_smooths = method_ != InversionMethod::lbfgs && smoothing_.wanted() &&
+                       preconditioner == NewtonPreconditioner::smoothing;
     PetscBool as_type_given = PETSC_FALSE;
     GPRFWI_PETSC(PetscOptionsHasName(nullptr, nullptr, "-tao_bnk_as_type", &as_type_given));
-    as_type_given_ = as_type_given == PETSC_TRUE;
-    if (newton_smooths_) ours.emplace_back("-tao_bnk_as_type", "none");
+    c.as_type_given = as_type_given == PETSC_TRUE;
+    if (c.newton_smooths) ours.emplace_back("-tao_bnk_as_type", "none");
     std::vector<std::string> set;
     for (const auto& [name, value] : ours) {
         PetscBool given = PETSC_FALSE;
@@ -240,12 +241,13 @@ void StageSolver::set_options(Tao tao) {
     petsc_check(from_options, "TaoSetFromOptions(tao)");
     TaoType type = nullptr;
     GPRFWI_PETSC(TaoGetType(tao, &type));
-    type_ = type ? type : "";
+    c.type = type ? type : "";
     spdlog::debug("stage {}: TAO type {}", stage_.name, type ? type : "?");
     const char* method_type = method_ == InversionMethod::lbfgs ? TAOBLMVM : TAOBNLS;
-    if (type && type_ != method_type)
-        spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, type_,
-                     bounded_type(type_) ? "" : "; it ignores bounds, so the model is clamped to them instead");
+    if (type && c.type != method_type)
+        spdlog::info("stage {}: TAO type {} (from the PETSc options){}", stage_.name, c.type,
+                     bounded_type(c.type) ? "" : "; it ignores bounds, so the model is clamped to them instead");
+    return c;
 }
 
 StageSolver::Outcome StageSolver::solve(const StageVariables& vars, const Model& model, int max_iterations) {
@@ -281,13 +283,13 @@ StageSolver::Outcome StageSolver::solve(const StageVariables& vars, const Model&
         tao, stage_.max_evaluations > 0 ? stage_.max_evaluations : 4 * max_iterations + 10));
     GPRFWI_PETSC(TaoSetTolerances(tao, 0.0, 0.0, stage_.gradient_tolerance));
     GPRFWI_PETSC(TaoSetMonitor(tao, &gprfwi::monitor, this, nullptr));
-    set_options(tao);
+    const Configured c = set_options(tao);
     {  // (L-BFGS's memory allocated here or in install_smoothing, not in the first iteration: timed apart)
         const ScopeTimer timer(times_.optimiser_setup);
-        if (smoothing_.wanted() && method_ == InversionMethod::lbfgs) install_smoothing(tao, type_, x);
+        if (smoothing_.wanted() && method_ == InversionMethod::lbfgs) install_smoothing(tao, c.type, x);
         GPRFWI_PETSC(TaoSetUp(tao));
-        if (newton_smooths_ && type_ == TAOBNLS) {
-            if (as_type_given_)
+        if (c.newton_smooths && c.type == TAOBNLS) {
+            if (c.as_type_given)
                 spdlog::warn("stage {}: -tao_bnk_as_type is given, so the updates' smoothing does not precondition "
                              "the Newton steps (it needs TAO's active set without a trial step)", stage_.name);
             else {

@@ -90,10 +90,16 @@ public:
 private:
     void install_newton(_p_Tao* tao, _p_Vec* x);
     void install_smoothing(_p_Tao* tao, const std::string& type, _p_Vec* x);
+    /// What the options made of TAO.
+    struct Configured {
+        std::string type;            // TAO's type after the options
+        bool newton_smooths = false; // the smoothing is to precondition the Newton CG
+        bool as_type_given = false;  // -tao_bnk_as_type among the PETSc options
+    };
     /// TAO's options of this stage, from inversion.petsc_options and ours
     /// (L-BFGS's memory; TAO's active set without a trial step where the
-    /// smoothing preconditions the Newton CG), and what they made of TAO.
-    void set_options(_p_Tao* tao);
+    /// smoothing preconditions the Newton CG).
+    Configured set_options(_p_Tao* tao);
     void on_iteration(_p_Tao* tao);
     void update_smoothing_scale(_p_Tao* tao);
     void release();
@@ -111,15 +117,12 @@ private:
     StageProblem& problem_;
     std::chrono::steady_clock::time_point stage_start_;
     bool smoothing_on_ = false;         // L-BFGS's initial inverse Hessian is the smoothing
-    bool newton_smooths_ = false;       // the smoothing is to precondition the Newton CG
-    bool as_type_given_ = false;        // -tao_bnk_as_type among the PETSc options
-    std::string type_;                  // TAO's type after the options
     std::string user_reason_;           // the stage's reason to stop
     _p_Mat* smoothing_h0_ = nullptr;    // L-BFGS's initial Hessian (a shell), while TAO runs
     _p_Mat* hessian_ = nullptr;         // the Newton-type methods' Hessian (a shell), while TAO runs
     std::vector<double> hessian_x_;     // the point TAO last asked the Hessian at
     // whole vectors, their memory reused by every call
-    std::vector<double> x_whole_, g_whole_, smooth_whole_;
+    std::vector<double> x_whole_, g_whole_, smooth_whole_, v_whole_, hv_whole_;
     FreeVariableSmoothing newton_preconditioner_;
 };
 

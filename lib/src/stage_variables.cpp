@@ -41,12 +41,8 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
     return weight;
 }
 
-namespace {
-
-/// The largest |dJ/d eps_r| and |sigma dJ/d sigma| over the free nodes, each
-/// times the node's weight squared (a unit step in x moves the node by that).
-std::pair<double, double> gradient_peaks(const std::vector<double>& weight, const std::vector<char>& masked,
-                                         const Array2D& ge, const Array2D& gs, const Model& m) {
+GradientPeaks gradient_peaks(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
+                             const Array2D& gs, const Model& m) {
     double ge_max = 0, gs_max = 0;
     const std::size_t n = weight.size();
 #pragma omp parallel for schedule(static) reduction(max : ge_max, gs_max)
@@ -59,14 +55,9 @@ std::pair<double, double> gradient_peaks(const std::vector<double>& weight, cons
     return {ge_max, gs_max};
 }
 
-}  // namespace
-
-std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
-                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
-                                            const Model& m, double j0, double eps_ref) {
-    auto [ge_max, gs_max] = gradient_peaks(weight, masked, ge, gs, m);
-    ge_max /= j0;
-    gs_max /= j0;
+std::pair<double, double> calibrated_scales(const InversionSpec& spec, const GradientPeaks& peaks, double j0,
+                                            double eps_ref) {
+    const double ge_max = peaks.eps_r / j0, gs_max = peaks.sigma / j0;
     // a unit step along the gradient changes eps_r by s^2 |df/d eps_r|, ln(sigma) by s^2 |sigma df/d sigma|
     const double s_eps = spec.scale_eps_r > 0 ? spec.scale_eps_r
                          : ge_max > 0         ? std::sqrt(spec.calibration_eps_r_step * eps_ref / ge_max)
@@ -77,10 +68,8 @@ std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std
     return {s_eps, s_sig};
 }
 
-double sigma_sensitivity(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
-                         const Array2D& gs, const Model& m, double eps_ref) {
-    const auto [ge_max, gs_max] = gradient_peaks(weight, masked, ge, gs, m);
-    return ge_max > 0 && eps_ref > 0 ? gs_max / (eps_ref * ge_max) : 0.0;
+double sigma_sensitivity(const GradientPeaks& peaks, double eps_ref) {
+    return peaks.eps_r > 0 && eps_ref > 0 ? peaks.sigma / (eps_ref * peaks.eps_r) : 0.0;
 }
 
 std::vector<double> illumination_factors(const Array2D& illumination, const std::vector<char>& masked,

@@ -27,22 +27,28 @@ inline constexpr double kMaskedWeight = 1e-3;
 /// (spec.taper_points, d the node's distance), the least where several reach.
 std::vector<double> update_weights(const InversionSpec& spec, const Grid& grid);
 
+/// The largest weighted |dJ/d eps_r| and |sigma dJ/d sigma| over the free
+/// nodes of a gradient (ge, gs) at m, each times the node's weight squared
+/// (a unit step in x moves the node by that): what the calibration reads.
+struct GradientPeaks {
+    double eps_r = 0, sigma = 0;
+};
+GradientPeaks gradient_peaks(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
+                             const Array2D& gs, const Model& m);
+
 /// The scales (s_eps, s_sig): spec.scale_eps_r and spec.scale_sigma where
-/// set, else calibrated on the first gradient (ge, gs) of J at m, so that a
-/// unit step along -df/dx (f = J / j0) changes eps_r by
+/// set, else calibrated on the first gradient's peaks (of J, not f = J /
+/// j0), so that a unit step along -df/dx changes eps_r by
 /// spec.calibration_eps_r_step * eps_ref, and ln(sigma) by
-/// spec.calibration_sigma_step, at the node where it changes most (weights
-/// and masked nodes as in StageVariables); without a gradient, those steps.
-std::pair<double, double> calibrated_scales(const InversionSpec& spec, const std::vector<double>& weight,
-                                            const std::vector<char>& masked, const Array2D& ge, const Array2D& gs,
-                                            const Model& m, double j0, double eps_ref);
+/// spec.calibration_sigma_step, at the node where it changes most; without
+/// a gradient, those steps.
+std::pair<double, double> calibrated_scales(const InversionSpec& spec, const GradientPeaks& peaks, double j0,
+                                            double eps_ref);
 
 /// The data's sensitivity to ln sigma against eps_r / eps_ref, from the
-/// gradient (ge, gs) at m: max|sigma dJ/d sigma| / (eps_ref max|dJ/d
-/// eps_r|) over the free nodes, weighted as in calibrated_scales; 0 where J
+/// same peaks: max|sigma dJ/d sigma| / (eps_ref max|dJ/d eps_r|); 0 where J
 /// does not change with eps_r.
-double sigma_sensitivity(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
-                         const Array2D& gs, const Model& m, double eps_ref);
+double sigma_sensitivity(const GradientPeaks& peaks, double eps_ref);
 
 /// Illumination preconditioning: the factor p_i = sqrt((1 + a) / (I_i /
 /// I_max + a)) on node i's weight (1 at masked nodes), so that a gradient
