@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -392,6 +393,70 @@ TEST(BinomialCheckpointing, SchedulesReverseEveryStepOnceWithinTheirSlots) {
     std::printf("binomial schedule, %d steps, %d slots: %lld forward steps (%.2f runs)\n", nt, slots, steps,
                 static_cast<double>(steps) / nt);
     EXPECT_LT(steps, static_cast<long long>(nt) * (2 + slots / 2));
+}
+
+// The reverse-time loop in each of its modes, on an engine that only counts:
+// the state is the step it has reached, a slot holds the level it was given.
+// Each adjoint step m comes once, from nt-1 down to 0, with Ey^m and Ey^{m+1}
+// in the slots it names (none for Ey^0, the zero start), and the binomial
+// mode runs as many forward steps as its schedule says.
+TEST(ReverseTime, EveryAdjointStepFindsItsLevelsInEachMode) {
+    for (int nt : {1, 2, 5, 64, 101})
+        for (int mode = 0; mode < 7; ++mode) {
+            // mode 0: every level kept; 1-3: segments of 1, 7 and 40 steps; 4-6: binomial, 0, 2 and 5 slots
+            const int c = mode >= 1 && mode <= 3 ? std::array{1, 7, 40}[mode - 1] : 0;
+            std::vector<CheckpointAction> schedule;
+            if (mode >= 4) schedule = binomial_schedule(nt, std::array{0, 2, 5}[mode - 4]);
+            SCOPED_TRACE(::testing::Message() << "nt " << nt << ", mode " << mode);
+            int state = -1, next_adjoint = nt - 1;  // -1: no state yet
+            long long forward_steps = 0;
+            std::map<int, int> slot_level, saved;
+            ReverseTimeSteps steps;
+            steps.start_from_zero = [&] { state = 0; };
+            steps.advance = [&](int m) {
+                EXPECT_EQ(state, m);
+                state = m + 1;
+                ++forward_steps;
+            };
+            steps.save = [&](int k) { saved[k] = state; };
+            steps.load = [&](int k) {
+                ASSERT_TRUE(saved.count(k));
+                state = saved[k];
+            };
+            steps.load_segment = [&](int seg, int a) {
+                EXPECT_EQ(a, seg * c);
+                state = a;
+                if (a > 0) slot_level[0] = a;
+            };
+            steps.keep = [&](int m, int k) {
+                EXPECT_EQ(state, m);
+                slot_level[k] = m;
+            };
+            steps.step_keeping = [&](int m, int k) {
+                EXPECT_EQ(state, m);
+                state = m + 1;
+                slot_level[k] = m + 1;
+                ++forward_steps;
+            };
+            steps.adjoint = [&](int m, int prev, int next, bool) {
+                EXPECT_EQ(m, next_adjoint--);
+                if (m == 0) {
+                    EXPECT_EQ(prev, -1);
+                } else {
+                    EXPECT_EQ(slot_level.at(prev), m);
+                }
+                EXPECT_EQ(slot_level.at(next), m + 1);
+            };
+            steps.adjoint_kept = [&](int m) { EXPECT_EQ(m, next_adjoint--); };
+            run_reverse_time(nt, c, mode >= 4 ? &schedule : nullptr, steps);
+            EXPECT_EQ(next_adjoint, -1) << "every adjoint step once";
+            if (mode >= 4) {
+                EXPECT_EQ(forward_steps, schedule_forward_steps(schedule));
+            }
+            if (c) {
+                EXPECT_EQ(forward_steps, nt);  // each step recomputed once, from the segments' states
+            }
+        }
 }
 
 // Gaussian smoothing against the sum written out (the kernel reaching 4

@@ -896,64 +896,39 @@ public:
             if (check_now(m)) check_finite(next_adj, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
-        if (s_.binomial_slots) {
-            // binomial checkpointing: saved states in checkpoint(slot), the current one in fields()
-            const std::size_t n = batch_size();
-            Stored* prev = levels_.get();
-            Stored* next = levels_.get() + n;
-            zero_fields();
-            int cur = 0;
-            for (const CheckpointAction& a : schedule_) {
-                switch (a.kind) {
-                case CheckpointAction::advance:
-                    for (; cur < a.step; ++cur) step(cur, nullptr, 0, false);
-                    break;
-                case CheckpointAction::store: copy_state(fields(), checkpoint(a.slot)); break;
-                case CheckpointAction::restore:
-                    if (a.slot < 0) {
-                        zero_fields();
-                    } else {
-                        level_ey_ = nullptr;  // into the fields' own Ey
-                        copy_state(checkpoint(a.slot), fields());
-                    }
-                    cur = a.step;
-                    break;
-                case CheckpointAction::reverse: {
-                    const int m = a.step;
-                    if (m > 0) keep_level(fields().ey, prev, m);
-                    step(m, next, m + 1, false, /*ey_into_level=*/true);
-                    adjoint_step(m, m, m > 0 ? prev : nullptr, m + 1, next, true);
-                    cur = m + 1;
-                    break;
-                }
-                }
+        // the reverse-time schedule (run_reverse_time): recomputed levels in a window of slots in levels_,
+        // the binomial schedule's saved states in checkpoint(slot), the current state in fields()
+        auto slot = [&](int k) { return k < 0 ? nullptr : levels_.get() + static_cast<std::size_t>(k) * batch_size(); };
+        ReverseTimeSteps steps;
+        steps.start_from_zero = [&] { zero_fields(); };
+        steps.advance = [&](int m) { step(m, nullptr, 0, false); };
+        steps.save = [&](int k) { copy_state(fields(), checkpoint(k)); };
+        steps.load = [&](int k) {
+            level_ey_ = nullptr;  // into the fields' own Ey
+            copy_state(checkpoint(k), fields());
+        };
+        steps.load_segment = [&](int seg, int a) {
+            // uncompressed levels hold Ey itself: Ey^a copied straight into its slot
+            level_ey_ = nullptr;
+            if constexpr (std::is_same_v<Stored, T>) level_ey_ = slot(0);
+            copy_state(checkpoint(seg), fields());
+            if (a > 0 && !level_ey_) keep_level(fields().ey, slot(0), a);
+        };
+        steps.keep = [&](int m, int k) { keep_level(fields().ey, slot(k), m); };
+        steps.step_keeping = [&](int m, int k) { step(m, slot(k), m + 1, false, /*ey_into_level=*/true); };
+        steps.adjoint = [&](int m, int prev, int next, bool last) {
+            adjoint_step(m, m, slot(prev), m + 1, slot(next), last);
+        };
+        steps.adjoint_kept = [&](int m) {
+            const int j_prev = kept_index(m), j_next = kept_index(m + 1);
+            adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next), m == 0);
+            // level m+1 was used for the last time: its ring slot takes the level kRing below
+            if (j_next && host_levels_) {
+                GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j_next % kRing], stream_));
+                prefetch(j_next - kRing);
             }
-        } else if (const int c = s_.checkpoint_steps) {
-            // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
-            auto slot = [&](int L, int a) { return levels_.get() + static_cast<std::size_t>(L - a) * batch_size(); };
-            for (int seg = (nt - 1) / c; seg >= 0; --seg) {
-                const int a = seg * c, b = std::min(nt, a + c);
-                // the state at a; uncompressed levels hold Ey itself, Ey^a copied straight into its slot
-                level_ey_ = nullptr;
-                if constexpr (std::is_same_v<Stored, T>) level_ey_ = slot(a, a);
-                copy_state(checkpoint(seg), fields());
-                if (a > 0 && !level_ey_) keep_level(fields().ey, slot(a, a), a);
-                for (int m = a; m < b; ++m) step(m, slot(m + 1, a), m + 1, false, /*ey_into_level=*/true);
-                for (int m = b - 1; m >= a; --m)
-                    adjoint_step(m, m, m > 0 ? slot(m, a) : nullptr, m + 1, slot(m + 1, a), m == a);
-            }
-        } else {
-            for (int m = nt - 1; m >= 0; --m) {
-                const int j_prev = kept_index(m), j_next = kept_index(m + 1);
-                adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next),
-                             m == 0);
-                // level m+1 was used for the last time: its ring slot takes the level kRing below
-                if (j_next && host_levels_) {
-                    GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j_next % kRing], stream_));
-                    prefetch(j_next - kRing);
-                }
-            }
-        }
+        };
+        run_reverse_time(nt, s_.checkpoint_steps, s_.binomial_slots ? &schedule_ : nullptr, steps);
         // what AdjointResult views, page-locked while the last steps run, where it must grow
         g_prev_host_.resize(g_prev_.size());
         g_next_host_.resize(g_next_.size());

@@ -115,4 +115,43 @@ int resolve_binomial_slots(int option, int nt) {
     return std::max(1, static_cast<int>(std::ceil(std::log2(std::max(nt, 2)))));
 }
 
+void run_reverse_time(int nt, int checkpoint_steps, const std::vector<CheckpointAction>* binomial,
+                      const ReverseTimeSteps& steps) {
+    if (binomial) {
+        steps.start_from_zero();
+        int cur = 0;
+        for (const CheckpointAction& a : *binomial) {
+            switch (a.kind) {
+            case CheckpointAction::advance:
+                for (; cur < a.step; ++cur) steps.advance(cur);
+                break;
+            case CheckpointAction::store: steps.save(a.slot); break;
+            case CheckpointAction::restore:
+                if (a.slot < 0) steps.start_from_zero();
+                else steps.load(a.slot);
+                cur = a.step;
+                break;
+            case CheckpointAction::reverse: {
+                const int m = a.step;
+                if (m > 0) steps.keep(m, 0);
+                steps.step_keeping(m, 1);
+                steps.adjoint(m, m > 0 ? 0 : -1, 1, true);
+                cur = m + 1;  // (the current state is spent)
+                break;
+            }
+            }
+        }
+    } else if (const int c = checkpoint_steps) {
+        // segments in reverse: the state at a, levels a+1..b recomputed, the adjoint b-1..a
+        for (int seg = (nt - 1) / c; seg >= 0; --seg) {
+            const int a = seg * c, b = std::min(nt, a + c);
+            steps.load_segment(seg, a);
+            for (int m = a; m < b; ++m) steps.step_keeping(m, m + 1 - a);
+            for (int m = b - 1; m >= a; --m) steps.adjoint(m, m > 0 ? m - a : -1, m + 1 - a, m == a);
+        }
+    } else {
+        for (int m = nt - 1; m >= 0; --m) steps.adjoint_kept(m);
+    }
+}
+
 }  // namespace gprfwi

@@ -168,53 +168,37 @@ public:
             if (check_now(m)) check_finite(adj.ey, m, "the adjoint field lambda_ey");
             report_progress(opt_, "adjoint", s_.time.nt_internal - m, s_.time.nt_internal);
         };
-        if (const int slots = s_.binomial_slots) {
-            // binomial checkpointing: the schedule's saved states, one current state, two levels
-            FieldArrays<T> f(n);
-            std::vector<FieldArrays<T>> saved;
-            std::vector<Stored> levels(2 * n);
-            int cur = 0;
-            for (const CheckpointAction& a : binomial_schedule(s_.time.nt_internal, slots)) {
-                switch (a.kind) {
-                case CheckpointAction::advance:
-                    for (; cur < a.step; ++cur) step(f, cur, nullptr);
-                    break;
-                case CheckpointAction::store:
-                    if (static_cast<std::size_t>(a.slot) < saved.size()) saved[static_cast<std::size_t>(a.slot)] = f;
-                    else saved.push_back(f);
-                    break;
-                case CheckpointAction::restore:
-                    f = a.slot < 0 ? FieldArrays<T>(n) : saved[static_cast<std::size_t>(a.slot)];
-                    cur = a.step;
-                    break;
-                case CheckpointAction::reverse: {
-                    const int m = a.step;
-                    if (m > 0) keep_level(f.ey, levels.data(), m, scales_);
-                    step(f, m, nullptr);
-                    keep_level(f.ey, levels.data() + n, m + 1, scales_);
-                    adjoint_step(m, m > 0 ? levels.data() : nullptr, levels.data() + n);
-                    cur = m + 1;
-                    break;
-                }
-                }
-            }
-        } else if (const int c = s_.checkpoint_steps) {
-            // segments in reverse: restore the state at a, recompute levels a+1..b, run the adjoint b-1..a
-            std::vector<Stored> levels(static_cast<std::size_t>(c + 1) * n);
-            auto slot = [&](int L, int a) { return levels.data() + static_cast<std::size_t>(L - a) * n; };
-            for (int seg = static_cast<int>(checkpoints_.size()) - 1; seg >= 0; --seg) {
-                const int a = seg * c, b = std::min(s_.time.nt_internal, a + c);
-                FieldArrays<T> f = checkpoints_[seg];
-                if (a > 0) keep_level(f.ey, slot(a, a), a, scales_);
-                for (int m = a; m < b; ++m) {
-                    step(f, m, nullptr);
-                    keep_level(f.ey, slot(m + 1, a), m + 1, scales_);
-                }
-                for (int m = b - 1; m >= a; --m) adjoint_step(m, m > 0 ? slot(m, a) : nullptr, slot(m + 1, a));
-            }
-        } else {
-            for (int m = s_.time.nt_internal - 1; m >= 0; --m) adjoint_step(m, store_->level(m), store_->level(m + 1));
-        }
+        // the reverse-time schedule (run_reverse_time): recomputed levels in a
+        // window of slots, the binomial schedule's saved states, one current state
+        const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
+        std::vector<Stored> window;
+        if (s_.binomial_slots) window.resize(2 * n);
+        else if (c) window.resize(static_cast<std::size_t>(c + 1) * n);
+        auto slot = [&](int k) { return k < 0 ? nullptr : window.data() + static_cast<std::size_t>(k) * n; };
+        FieldArrays<T> f;
+        std::vector<FieldArrays<T>> saved;
+        ReverseTimeSteps steps;
+        steps.start_from_zero = [&] { f.zero(n); };
+        steps.advance = [&](int m) { step(f, m, nullptr); };
+        steps.save = [&](int k) {
+            if (static_cast<std::size_t>(k) < saved.size()) saved[static_cast<std::size_t>(k)] = f;
+            else saved.push_back(f);
+        };
+        steps.load = [&](int k) { f = saved[static_cast<std::size_t>(k)]; };
+        steps.load_segment = [&](int seg, int a) {
+            f = checkpoints_[static_cast<std::size_t>(seg)];
+            if (a > 0) keep_level(f.ey, slot(0), a, scales_);
+        };
+        steps.keep = [&](int m, int k) { keep_level(f.ey, slot(k), m, scales_); };
+        steps.step_keeping = [&](int m, int k) {
+            step(f, m, nullptr);
+            keep_level(f.ey, slot(k), m + 1, scales_);
+        };
+        steps.adjoint = [&](int m, int prev, int next, bool) { adjoint_step(m, slot(prev), slot(next)); };
+        steps.adjoint_kept = [&](int m) { adjoint_step(m, store_->level(m), store_->level(m + 1)); };
+        std::vector<CheckpointAction> schedule;
+        if (s_.binomial_slots) schedule = binomial_schedule(nt, s_.binomial_slots);
+        run_reverse_time(nt, c, s_.binomial_slots ? &schedule : nullptr, steps);
         add_group_sums();
         return out;
     }
