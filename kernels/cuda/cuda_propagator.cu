@@ -1,5 +1,5 @@
 // The CUDA engine: the same time loops as the CPU engine
-// (lib/src/cpu_propagator.cpp), with every array on the GPU and every step a
+// (lib/src/propagation/cpu_propagator.cpp), with every array on the GPU and every step a
 // sequence of kernels on one stream. Kept levels stay on the device.
 
 #include <cuda_runtime.h>

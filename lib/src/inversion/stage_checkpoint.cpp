@@ -1,4 +1,4 @@
-#include "stage_checkpoint.hpp"
+#include "inversion/stage_checkpoint.hpp"
 
 namespace gprfwi {
 

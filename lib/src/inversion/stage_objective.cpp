@@ -1,7 +1,7 @@
-#include "stage_objective.hpp"
+#include "inversion/stage_objective.hpp"
 
-#include "parallel_arrays.hpp"
-#include "timing.hpp"
+#include "parallel/parallel_arrays.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

@@ -1,4 +1,4 @@
-#include "stage_variables.hpp"
+#include "inversion/stage_variables.hpp"
 
 #include <algorithm>
 #include <cmath>

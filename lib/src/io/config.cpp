@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "config_reader.hpp"
+#include "io/config_reader.hpp"
 #include "gprfwi/background_scan.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/files.hpp"

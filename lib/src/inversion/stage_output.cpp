@@ -1,4 +1,4 @@
-#include "stage_output.hpp"
+#include "inversion/stage_output.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -13,7 +13,7 @@
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
-#include "timing.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

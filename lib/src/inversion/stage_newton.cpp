@@ -1,12 +1,12 @@
-#include "stage_newton.hpp"
+#include "inversion/stage_newton.hpp"
 
 #include <petsctao.h>
 
 #include <fmt/format.h>
 
 #include "gprfwi/error.hpp"
-#include "petsc_vectors.hpp"
-#include "timing.hpp"
+#include "inversion/petsc_vectors.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

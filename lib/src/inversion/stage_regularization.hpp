@@ -11,7 +11,7 @@
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
-#include "stage_variables.hpp"
+#include "inversion/stage_variables.hpp"
 
 namespace gprfwi {
 

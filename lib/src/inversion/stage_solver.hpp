@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gprfwi/inversion.hpp"
-#include "stage_newton.hpp"
-#include "stage_smoothing.hpp"
-#include "stage_variables.hpp"
+#include "inversion/stage_newton.hpp"
+#include "inversion/stage_smoothing.hpp"
+#include "inversion/stage_variables.hpp"
 
 struct _p_Tao;  // PETSc's Tao, Vec and Mat
 struct _p_Vec;

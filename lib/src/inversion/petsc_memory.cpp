@@ -6,7 +6,7 @@
 // mapped directly and faulted in by all threads at once; anonymous mappings
 // are zero, so a zeroed block costs nothing more.
 
-#include "petsc_memory.hpp"
+#include "inversion/petsc_memory.hpp"
 
 #include <petscsys.h>
 #include <sys/mman.h>

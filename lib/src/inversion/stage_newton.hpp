@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "stage_smoothing.hpp"
+#include "inversion/stage_smoothing.hpp"
 
 struct _p_Tao;  // PETSc's Tao and Vec (their headers stay out of this one)
 struct _p_Vec;

@@ -1,4 +1,4 @@
-#include "stage_solver.hpp"
+#include "inversion/stage_solver.hpp"
 
 #include <petsctao.h>
 
@@ -6,8 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "petsc_vectors.hpp"
-#include "timing.hpp"
+#include "inversion/petsc_vectors.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

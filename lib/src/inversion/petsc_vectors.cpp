@@ -1,4 +1,4 @@
-#include "petsc_vectors.hpp"
+#include "inversion/petsc_vectors.hpp"
 
 #include <mpi.h>
 
@@ -6,7 +6,7 @@
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/parallel.hpp"
-#include "parallel_arrays.hpp"
+#include "parallel/parallel_arrays.hpp"
 
 namespace gprfwi {
 

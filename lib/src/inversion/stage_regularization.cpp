@@ -1,10 +1,10 @@
-#include "stage_regularization.hpp"
+#include "inversion/stage_regularization.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "gprfwi/regularization.hpp"
-#include "parallel_arrays.hpp"
+#include "parallel/parallel_arrays.hpp"
 
 namespace gprfwi {
 

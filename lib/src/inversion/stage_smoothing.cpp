@@ -1,10 +1,10 @@
-#include "stage_smoothing.hpp"
+#include "inversion/stage_smoothing.hpp"
 
 #include <cmath>
 #include <utility>
 
 #include "gprfwi/model_builder.hpp"
-#include "parallel_arrays.hpp"
+#include "parallel/parallel_arrays.hpp"
 
 namespace gprfwi {
 

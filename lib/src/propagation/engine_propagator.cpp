@@ -23,8 +23,8 @@
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
-#include "parallel_arrays.hpp"
-#include "timing.hpp"
+#include "parallel/parallel_arrays.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

@@ -10,7 +10,7 @@
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/parallel.hpp"
-#include "timing.hpp"
+#include "core/timing.hpp"
 
 namespace gprfwi {
 

@@ -15,7 +15,7 @@
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
-#include "stage_checkpoint.hpp"
+#include "inversion/stage_checkpoint.hpp"
 
 namespace gprfwi {
 
