@@ -170,13 +170,13 @@ public:
         };
         // the reverse-time schedule (run_reverse_time): recomputed levels in a
         // window of slots, the binomial schedule's saved states, one current state
+        // (the window and the saved states are kept from call to call: every slot is written before it is read)
         const int nt = s_.time.nt_internal, c = s_.checkpoint_steps;
-        std::vector<Stored> window;
-        if (s_.binomial_slots) window.resize(2 * n);
-        else if (c) window.resize(static_cast<std::size_t>(c + 1) * n);
-        auto slot = [&](int k) { return k < 0 ? nullptr : window.data() + static_cast<std::size_t>(k) * n; };
-        FieldArrays<T> f;
-        std::vector<FieldArrays<T>> saved;
+        if (s_.binomial_slots) window_.resize(2 * n);
+        else if (c) window_.resize(static_cast<std::size_t>(c + 1) * n);
+        auto slot = [&](int k) { return k < 0 ? nullptr : window_.data() + static_cast<std::size_t>(k) * n; };
+        FieldArrays<T>& f = recomputed_;
+        std::vector<FieldArrays<T>>& saved = saved_;
         ReverseTimeSteps steps;
         steps.start_from_zero = [&] { f.zero(n); };
         steps.advance = [&](int m) { step(f, m, nullptr); };
@@ -458,6 +458,10 @@ private:
     std::array<std::vector<T>, 4> scratch_;    // the adjoint's q_x, q_z, p_x, p_z
     std::optional<SnapshotStore<Stored>> store_;  // every kept level, or
     std::vector<FieldArrays<T>> checkpoints_;      // the state every checkpoint_steps steps
+    // the adjoint's recomputation (checkpoints, binomial): its levels' window, current and saved states
+    std::vector<Stored> window_;
+    FieldArrays<T> recomputed_;
+    std::vector<FieldArrays<T>> saved_;
     bool kept_ = false;
     std::vector<double> scales_;  // [kept level][shot], fp8 only
     // the last Born run's perturbation (r = dcb/cb), Ey^n of its step, and its kept dEy levels
