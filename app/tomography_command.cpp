@@ -5,9 +5,13 @@
 // them from --picks), calibrates them with the same picker on traces it
 // models in the starting model, picked at the observed traces' noise, and the inversion driver (one stage over
 // eps_r, TAO's bounded L-BFGS, smooth updates) fits the eikonal traveltimes
-// to them. Writes OUTPUT/picks.csv (for editing and --picks), OUTPUT/
-// tomography.h5 (+ .xdmf) in the model.h5 layout, which `model.file` reads,
-// and the traveltime inversion's history in OUTPUT/tomography/.
+// to them. With --amplitudes, sigma follows from the first arrivals'
+// amplitudes: each rank models its shots again in the traveltime model (the
+// calibration), and a second stage, over sigma alone, fits the ray integrals
+// of the attenuation to the log ratios of observed to modelled amplitudes.
+// Writes OUTPUT/picks.csv (for editing and --picks), OUTPUT/tomography.h5
+// (+ .xdmf) in the model.h5 layout, which `model.file` reads, and the
+// inversions' histories in OUTPUT/tomography/ and OUTPUT/amplitudes/.
 
 #include <algorithm>
 #include <cmath>
@@ -38,6 +42,9 @@ struct TomographyArgs {
     std::string picks;  // a picks file instead of automatic picks
     int iterations = 30;
     bool fit_time_zero = false;
+    bool amplitudes = false;  // sigma from the first arrivals' amplitudes
+    int amplitude_iterations = 10;  // docs/inversion.md, "Starting models from traveltimes": early stopping regularises
+    double amplitude_smoothing_m = -1;  // < 0: as the traveltimes'
     double smoothing_m = -1;  // < 0: half the dominant wavelength in the starting model
 };
 
@@ -62,6 +69,49 @@ std::pair<double, std::size_t> mean_difference(const Picks& a, const Picks& b) {
     return mean_over_traces(a, b, [](double d) { return d; });
 }
 
+/// sigma from the first arrivals' amplitudes (tomography.hpp), starting from `m` (the traveltime model with
+/// the starting sigma), which calibrates them: the spec's other settings are the traveltime stage's.
+Model amplitude_tomography(const TomographyArgs& a, InversionSpec spec, DistributedRunner& runner,
+                           const Model& m, const Picks& observed_noise, const Picks& observed_amplitudes,
+                           double f_dom, const std::string& dir, const std::string& config_text) {
+    const Survey& survey = runner.survey();
+    const std::vector<std::size_t>& shots = runner.shots();
+    const Traces modelled = runner.forward(m);
+    const Picks picks = pick_first_breaks(modelled, survey.dt, survey.dt, f_dom, observed_noise);
+    const Picks amplitudes = first_arrival_amplitudes(modelled, survey.dt, survey.dt, f_dom, picks);
+    Picks log_ratios = observed_amplitudes;
+    for (std::size_t s = 0; s < log_ratios.size(); ++s)
+        for (std::size_t r = 0; r < log_ratios[s].size(); ++r)
+            log_ratios[s][r] = std::log(observed_amplitudes[s][r] / amplitudes[s][r]);  // NaN where either is
+    AmplitudeObjective objective(survey, shots, log_ratios, m, f_dom);
+    double c_before = 0;
+    const auto [before, used] = rms_difference(objective.predicted(m, c_before), log_ratios);
+    StageSpec stage;
+    stage.name = "amplitude";
+    stage.invert_eps_r = false;
+    stage.invert_sigma = true;
+    stage.iterations = a.amplitude_iterations;
+    stage.min_relative_decrease = 1e-3;
+    spec.stages = {stage};
+    spec.smoothing_sigma_m = a.amplitude_smoothing_m >= 0 ? a.amplitude_smoothing_m : spec.smoothing_m;
+    spdlog::info("amplitude inversion: {} first-arrival amplitudes against traces modelled in the traveltime model "
+                 "(RMS log ratio {:.3g} after the sources' ratio, exp {:.3g}); sigma in [{}, {}], attenuation at "
+                 "{:.3g} MHz, up to {} iterations, updates smoothed over {:.3g} m",
+                 used, before, std::exp(c_before), spec.sigma_min, spec.sigma_max, f_dom / 1e6, stage.iterations,
+                 spec.smoothing_sigma_m);
+    const std::string history_dir = (std::filesystem::path(dir) / "amplitudes").string();
+    make_output_dir(history_dir);
+    InversionResult r = invert(m, spec, objective, history_dir, config_text, false);
+    double c_after = 0;
+    const auto after = rms_difference(objective.predicted(r.model, c_after), log_ratios).first;
+    const auto& sigma = r.model.sigma.values();
+    spdlog::info("RMS log amplitude ratio {:.3g} -> {:.3g} over {} traces (the observed sources x {:.3g} the "
+                 "modelled ones); sigma {:.3g} to {:.3g} S/m",
+                 before, after, used, std::exp(c_after), *std::min_element(sigma.begin(), sigma.end()),
+                 *std::max_element(sigma.begin(), sigma.end()));
+    return std::move(r.model);
+}
+
 void run_tomography(const TomographyArgs& a) {
     const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
     if (c.observed.file.empty())
@@ -78,12 +128,14 @@ void run_tomography(const TomographyArgs& a) {
     const std::string dir = output_dir(a.run, c);
 
     // first breaks: observed (picked, or read), and the calibration's in the starting model
-    Picks observed_picks, observed_noise;
+    Picks observed_picks, observed_noise, observed_amplitudes;
     parallel::collectively([&] {
         const Traces observed = read_observed(c.observed, survey, shots);
         observed_noise = trace_noise(observed, survey.dt, f_dom);
         observed_picks = a.picks.empty() ? pick_first_breaks(observed, survey.dt, survey.dt, f_dom, observed_noise)
                                          : read_picks_csv(a.picks, survey, shots);
+        if (a.amplitudes)
+            observed_amplitudes = first_arrival_amplitudes(observed, survey.dt, survey.dt, f_dom, observed_picks);
     });
     const Traces modelled = runner.forward(c.model);
     const Picks modelled_picks = pick_first_breaks(modelled, survey.dt, survey.dt, f_dom, observed_noise);
@@ -139,7 +191,7 @@ void run_tomography(const TomographyArgs& a) {
     const std::string config_text = c.record(a.run.overrides);
     const std::string history_dir = (std::filesystem::path(dir) / "tomography").string();
     make_output_dir(history_dir);
-    const InversionResult r = invert(c.model, spec, objective, history_dir, config_text, false);
+    InversionResult r = invert(c.model, spec, objective, history_dir, config_text, false);
     Picks fitted = objective.times(r.model);
     // the final model's time zero: the mean of picked minus eikonal times, as the objective fits it
     const double time_zero = a.fit_time_zero ? mean_difference(traveltimes, fitted).first : 0.0;
@@ -147,14 +199,17 @@ void run_tomography(const TomographyArgs& a) {
         for (double& v : shot) v += time_zero;
     const auto [after, used] = rms_difference(traveltimes, fitted);
     if (a.fit_time_zero) spdlog::info("time zero: the picks are {:.3g} ns late", 1e9 * time_zero);
+    spdlog::info("RMS traveltime residual {:.3g} ns -> {:.3g} ns over {} traces; eps_r {:.3g} to {:.3g}", 1e9 * before,
+                 1e9 * after, used, *std::min_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()),
+                 *std::max_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()));
+    if (a.amplitudes)
+        r.model = amplitude_tomography(a, spec, runner, r.model, observed_noise, observed_amplitudes, f_dom, dir,
+                                       config_text);
     const std::string out = (std::filesystem::path(dir) / "tomography.h5").string();
     parallel::collectively([&] {
         if (parallel::is_root()) write_model_h5(out, r.model, config_text);
     });
-    spdlog::info("RMS traveltime residual {:.3g} ns -> {:.3g} ns over {} traces; eps_r {:.3g} to {:.3g}; wrote {} "
-                 "and {}/picks.csv",
-                 1e9 * before, 1e9 * after, used, *std::min_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()),
-                 *std::max_element(r.model.eps_r.values().begin(), r.model.eps_r.values().end()), out, dir);
+    spdlog::info("wrote {} and {}/picks.csv", out, dir);
 }
 
 }  // namespace
@@ -171,8 +226,16 @@ void add_tomography_command(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     cmd->add_flag("--estimate-time-zero", a->fit_time_zero,
                   "Fit one unknown time shift of every pick with the model (a field survey's time zero)");
+    cmd->add_flag("--amplitudes", a->amplitudes,
+                  "Then sigma from the first arrivals' amplitudes (a second inversion, over sigma, along the rays)");
     cmd->add_option("--smoothing", a->smoothing_m,
                     "Standard deviation of the updates' smoothing, m (default: half the dominant wavelength)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--amplitude-iterations", a->amplitude_iterations, "Iterations of the amplitude inversion")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--amplitude-smoothing", a->amplitude_smoothing_m,
+                    "Standard deviation of the amplitude inversion's smoothing, m (default: the traveltimes')")
         ->check(CLI::NonNegativeNumber);
     cmd->callback([a] { run_tomography(*a); });
 }

@@ -9,16 +9,18 @@
 # OUT/figures/ (truth, start, result and oracle; error against propagations)
 # and OUT/CASE.json (every number).
 #   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda]
-#                                  [-s KEY=VALUE ...] [CASE ...]
+#                                  [-s KEY=VALUE ...] [-t OPTION ...] [CASE ...]
 # BIN_DIR holds gprfwi (default build/app); OUT defaults to benchmark-run;
 # CASES_DIR to configs/benchmarks; -s sets a campaign key of every case's
 # inversion (as gprfwi's --set; repeatable), to try a setting on the whole
-# suite; without CASE, every folder of CASES_DIR
+# suite; -t adds an option to every tomography (repeatable; with
+# --amplitudes the campaign starts from the tomography's sigma too); without CASE, every folder of CASES_DIR
 # (each holds truth.yaml, campaign.yaml and case.env). Python: Debian's
 # python3 with numpy, h5py and matplotlib (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks settings=()
+tomography_extra=()
 python=${PYTHON:-/usr/bin/python3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     -c) suite=$(cd "$2" && pwd); shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     -s|--set) settings+=(--set "$2"); shift 2 ;;
+    -t) tomography_extra+=("$2"); shift 2 ;;
     -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     -*) echo "benchmark-inversion.sh: unknown option $1" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
@@ -48,6 +51,7 @@ for case in "${cases[@]}"; do
   FIELD="" TOMOGRAPHY=0 TOMOGRAPHY_OPTIONS=""
   # shellcheck disable=SC1091
   source "$dir/case.env"
+  TOMOGRAPHY_OPTIONS="$TOMOGRAPHY_OPTIONS ${tomography_extra[*]+${tomography_extra[*]}}"
   work=$out/$case
   rm -rf "$work" && mkdir -p "$work"
   log=$work/log.txt
@@ -69,7 +73,11 @@ for case in "${cases[@]}"; do
     # shellcheck disable=SC2086
     "${mpi[@]}" "$gprfwi" tomography "$dir/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
     grep -E "RMS traveltime residual .* ->|time zero" "$log" | sed 's/^.*\] //' || true
+    grep -E "RMS log amplitude ratio .* ->" "$log" | sed 's/^.*\] //' || true
     begin=(--set "model.eps_r={file: $work/tomography/tomography.h5}")
+    case " $TOMOGRAPHY_OPTIONS " in
+      *" --amplitudes "*) begin+=(--set "model.sigma={file: $work/tomography/tomography.h5}") ;;
+    esac
   fi
   "${mpi[@]}" "$gprfwi" invert "$dir/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
     --set inversion.true_model="$work/truth/model.h5" ${settings[@]+"${settings[@]}"} >> "$log" 2>&1
@@ -80,9 +88,12 @@ for case in "${cases[@]}"; do
     --frequency "$FREQUENCY" --eps-background "$EPS_BACKGROUND" --region $REGION --name "$case" \
     -o "$out/figures" --json "$out/$case.json" | tee -a "$log" | grep -v "^wrote"
   if [ "$TOMOGRAPHY" = 1 ]; then
+    # the amplitudes' history ends in the whole tomography's model (its eps_r the traveltimes')
+    scored=$work/tomography/tomography
+    if [ -d "$work/tomography/amplitudes" ]; then scored=$work/tomography/amplitudes; fi
     # shellcheck disable=SC2086
     "$python" "$here/scripts/plot/inversion-metrics.py" "$work/truth/model.h5" "$work/start/model.h5" \
-      "$work/tomography/tomography" --frequency "$FREQUENCY" --eps-background "$EPS_BACKGROUND" --region $REGION \
+      "$scored" --frequency "$FREQUENCY" --eps-background "$EPS_BACKGROUND" --region $REGION \
       --name "${case}_tomography" -o "$out/figures" --json "$out/${case}_tomography.json" >> "$log" 2>&1
   fi
   echo "$seconds" > "$work/seconds"
@@ -102,7 +113,8 @@ for case in cases:
     propagations = d["iterations"][-1]["propagations"] if d["iterations"] else ""
     for q in ("eps_r", "sigma"):
         f = d["final"][q]
-        tomo_cell = f"{t['final'][q]['error']:.4f}" if t and q == "eps_r" else "-"
+        sigma_too = os.path.isdir(os.path.join(out, case, "tomography", "amplitudes"))
+        tomo_cell = f"{t['final'][q]['error']:.4f}" if t and (q == "eps_r" or sigma_too) else "-"
         rows.append(f"| {case} | {q} | {d['start'][q]['error']:.4f} | {tomo_cell} | {f['error']:.4f} ({f['closer_than_start']:+.0%}) "
                     f"| {f['pearson']:.3f} | {f['ssim']:.3f} | {d['oracle_half'][q]['error']:.4f} ({d['oracle_half'][q]['closer_than_start']:+.0%}) "
                     f"| {d['oracle_quarter'][q]['error']:.4f} ({d['oracle_quarter'][q]['closer_than_start']:+.0%}) | {evaluations} | {propagations} | {seconds:.0f} |")

@@ -1,7 +1,10 @@
 // The eikonal solver of the traveltime tomography: first-arrival times
 // against straight rays in a homogeneous medium and across a layer
 // (refraction, Snell's law), and the adjoint's gradient against finite
-// differences of the times (the Taylor test, as for the wave gradient).
+// differences of the times (the Taylor test, as for the wave gradient);
+// ray integrals (the march's tangent linear model): the slowness's own is
+// the time, a quantity's in a homogeneous medium is it times the ray's
+// length, and they are the transpose of the adjoint (dot-product test).
 
 #include <gtest/gtest.h>
 
@@ -106,6 +109,60 @@ TEST(Eikonal, GradientPassesTheTaylorTest) {
     const double central = (misfit(plus, nullptr) - misfit(minus, nullptr)) / (2 * h);
     std::printf("central difference %.10e, gradient %.10e\n", central, slope);
     EXPECT_NEAR(central / slope, 1.0, 1e-6);
+}
+
+/// A smooth slowness with a fast and a slow zone, for the ray-integral tests.
+std::vector<double> bumpy_slowness(const Grid& g) {
+    std::vector<double> s(static_cast<std::size_t>(g.nx) * g.nz);
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix)
+            s[static_cast<std::size_t>(iz) * g.nx + ix] =
+                (1.0 + 0.3 * std::exp(-std::pow(ix - 30, 2) / 60.0 - std::pow(iz - 20, 2) / 40.0) -
+                 0.2 * std::exp(-std::pow(ix - 15, 2) / 50.0 - std::pow(iz - 35, 2) / 50.0)) / 1.2e8;
+    return s;
+}
+
+TEST(Eikonal, RayIntegralOfTheSlownessIsTheTime) {
+    const Grid g{61, 47, 0.05, 0.04};
+    const std::vector<double> s = bumpy_slowness(g);
+    const EikonalField f(g, s, {0.4, 0.9});
+    std::vector<Position> points;
+    for (int k = 0; k < 9; ++k) points.push_back({2.7, 0.1 + 0.2 * k});
+    points.push_back({0.45, 0.95});  // next to the source: the straight rays' seeds
+    const std::vector<double> integral = f.ray_integrals(points, s);
+    for (std::size_t k = 0; k < points.size(); ++k)
+        EXPECT_NEAR(integral[k] / f.time_at(points[k]), 1.0, 1e-12) << "point " << k;
+    // a quantity constant in a homogeneous medium: its integral is it times the ray's length, T / s
+    const std::vector<double> flat(s.size(), 1.0 / 1.2e8), ones(s.size(), 0.37);
+    const EikonalField h(g, flat, {0.4, 0.9});
+    const std::vector<double> lengths = h.ray_integrals(points, ones);
+    for (std::size_t k = 0; k < points.size(); ++k)
+        EXPECT_NEAR(lengths[k], 0.37 * h.time_at(points[k]) * 1.2e8, 1e-12) << "point " << k;
+}
+
+TEST(Eikonal, RayIntegralsAreTheAdjointsTranspose) {
+    const Grid g{61, 47, 0.05, 0.04};
+    const std::vector<double> s = bumpy_slowness(g);
+    const EikonalField f(g, s, {2.1, 0.3});
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> q(s.size());
+    for (double& v : q) v = u(rng);
+    std::vector<Position> points;
+    std::vector<double> w;
+    for (int k = 0; k < 12; ++k) {
+        points.push_back({0.1 + 0.25 * k, 1.7 - 0.05 * k});
+        w.push_back(u(rng));
+    }
+    const std::vector<double> lq = f.ray_integrals(points, q);
+    std::vector<double> ltw(s.size(), 0.0);
+    f.add_gradient(points, w, ltw);
+    double a = 0, b = 0;
+    for (std::size_t k = 0; k < points.size(); ++k) a += lq[k] * w[k];
+    for (std::size_t i = 0; i < q.size(); ++i) b += q[i] * ltw[i];
+    std::printf("<L q, w> %.15e, <q, L^T w> %.15e\n", a, b);
+    EXPECT_NEAR(a / b, 1.0, 1e-12);
+    EXPECT_THROW(f.ray_integrals(points, std::vector<double>(3, 1.0)), SizeMismatch);
 }
 
 TEST(Eikonal, RefusesSourcesOutsideAndWrongSizes) {

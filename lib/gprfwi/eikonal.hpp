@@ -48,6 +48,14 @@ public:
     void add_gradient(std::span<const Position> points, std::span<const double> weights,
                       std::span<double> grad_s) const;
 
+    /// The derivative of T(p_k) in the direction q (per node), for each point:
+    /// sum_i dT(p_k)/ds_i q_i, the march's tangent linear model (add_gradient
+    /// is its adjoint). T is homogeneous of degree one in s (every update and
+    /// the straight rays scale with s), so dT/ds_i is the length of the ray to
+    /// p_k within node i and this is the integral of q along the ray; with
+    /// q = s it is T(p_k) itself.
+    std::vector<double> ray_integrals(std::span<const Position> points, std::span<const double> q) const;
+
 private:
     struct Update {  // T of node i as a function of its upwind neighbours' T and its slowness
         int x_neighbour = -1, z_neighbour = -1;  // node indices (-1: not used)

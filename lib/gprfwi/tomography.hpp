@@ -16,6 +16,19 @@
 // the first-order eikonal's own error), which is taken off the observed
 // pick; the tomography so fits pick differences, as field workflows do with
 // a calibration of time zero.
+//
+// Amplitude tomography (optional, after the traveltimes): each trace's
+// first-arrival amplitude A (the largest |x| within a period and a half of
+// its pick) against the same on a trace modelled in a calibration model m_c (the
+// traveltime tomography's eps_r with the starting sigma). Along the eikonal's
+// ray from source to receiver,
+//   ln A = ln S + ln G - int alpha ds,
+// S the source's strength, G the spreading, focusing and antennas' pattern,
+// alpha the plane-wave attenuation of the ground at the dominant frequency;
+// with G the same in both, d = ln(A_obs / A_c) = c - int (alpha - alpha_c) ds,
+// c = ln(S_obs / S_c) one unknown fitted with the model. The ray integrals are
+// the eikonal march's tangent linear model (eikonal.hpp), their adjoint its
+// adjoint.
 
 #include <cstddef>
 #include <string>
@@ -54,6 +67,48 @@ std::string picks_csv_rows(const Picks& picks, const std::vector<std::size_t>& s
 /// Reads such a file for the survey's shots `shots` (receiver counts from
 /// `survey`); refuses, naming the file and line, anything that does not fit.
 Picks read_picks_csv(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots);
+
+/// Each trace's first-arrival amplitude: the largest |x| from its pick to a
+/// period and a half (of the dominant frequency) after it, which holds the
+/// wavelet's main lobe (sample n at t0 + n dt); NaN where the pick is.
+Picks first_arrival_amplitudes(const Traces& traces, double dt, double t0, double dominant_hz, const Picks& picks);
+
+/// A plane wave's amplitude attenuation in Np/m at `frequency` in a medium of
+/// conductivity sigma (S/m), eps_r and mu_r:
+///   alpha = (sigma / 2) sqrt(mu / eps) sqrt(2 / (1 + sqrt(1 + p^2))),  p = sigma / (omega eps),
+/// the low-loss sigma Z0 sqrt(mu_r / eps_r) / 2 where p << 1, and less where
+/// the conduction current is as large as the displacement current.
+double plane_wave_attenuation(double sigma, double eps_r, double mu_r, double frequency);
+/// Its derivative in sigma (positive: alpha grows with sigma).
+double plane_wave_attenuation_slope(double sigma, double eps_r, double mu_r, double frequency);
+
+/// The amplitude misfit J = 1/2 sum r^2 over this rank's traces (summed over
+/// the ranks), r = c - int (alpha(m) - alpha_c) ds - d with d = ln(A_obs / A_c)
+/// (NaN: left out), the rays the eikonal's in m's eps_r, alpha the plane-wave
+/// attenuation at `frequency` (alpha_c the calibration model's), and c the
+/// mean of d + int (alpha(m) - alpha_c) ds over every trace, which minimises J
+/// for the model (so the gradient keeps its form: J's derivative in c is zero
+/// there). The gradient is exact in sigma for these rays; eps_r is held (its
+/// gradient is zero): the stage inverts sigma alone.
+class AmplitudeObjective final : public InversionObjective {
+public:
+    /// `survey`'s shots `shots` (this rank's), each with one source; `log_ratios`
+    /// [shot][receiver]; `calibration` the model the calibration traces were
+    /// modelled in.
+    AmplitudeObjective(const Survey& survey, std::vector<std::size_t> shots, Picks log_ratios, const Model& calibration,
+                       double frequency);
+    double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
+    /// The modelled ratios c - int (alpha(m) - alpha_c) ds of this rank's traces
+    /// (NaN where d is), and c itself.
+    Picks predicted(const Model& model, double& source_log_ratio) const;
+
+private:
+    Survey survey_;
+    std::vector<std::size_t> shots_;
+    Picks log_ratios_;
+    std::vector<double> alpha_calibration_;
+    double frequency_;
+};
 
 /// The traveltime misfit J = 1/2 sum (T(m) - t)^2 over this rank's shots
 /// (summed over the ranks, like FWI's) and its exact gradient with respect to

@@ -155,4 +155,28 @@ void EikonalField::add_gradient(std::span<const Position> points, std::span<cons
     }
 }
 
+std::vector<double> EikonalField::ray_integrals(std::span<const Position> points, std::span<const double> q) const {
+    if (q.size() != t_.size()) throw SizeMismatch("EikonalField::ray_integrals: q does not match the grid");
+    std::vector<double> dt(t_.size(), 0.0);  // dT at each node, in order of arrival
+    for (const int node : order_) {
+        const std::size_t i = static_cast<std::size_t>(node);
+        const Update& u = update_[i];
+        double v = u.dt_ds * q[i];
+        if (u.x_neighbour >= 0) v += u.dt_dx * dt[static_cast<std::size_t>(u.x_neighbour)];
+        if (u.z_neighbour >= 0) v += u.dt_dz * dt[static_cast<std::size_t>(u.z_neighbour)];
+        dt[i] = v;
+    }
+    std::vector<double> out;
+    out.reserve(points.size());
+    for (const Position& p : points) {
+        int node[4];
+        double w[4];
+        corners(p, node, w);
+        double v = 0;
+        for (int c = 0; c < 4; ++c) v += w[c] * dt[static_cast<std::size_t>(node[c])];
+        out.push_back(v);
+    }
+    return out;
+}
+
 }  // namespace gprfwi

@@ -287,4 +287,160 @@ double TomographyObjective::evaluate(const Model& model, const StageSpec&, Array
     return grad_s[n];
 }
 
+Picks first_arrival_amplitudes(const Traces& traces, double dt, double t0, double dominant_hz, const Picks& picks) {
+    // a period and a half: the AIC picks the onset of the wavelet's leading side lobe, up to a period before
+    // its main lobe on noise-free traces
+    const int period = pick_period(dt, dominant_hz);
+    if (picks.size() != traces.size())
+        throw SizeMismatch(fmt::format("first_arrival_amplitudes: {} shots of traces and {} of picks", traces.size(),
+                                       picks.size()));
+    Picks amplitudes(traces.size());
+    for (std::size_t s = 0; s < traces.size(); ++s) {
+        const ShotTraces& t = traces[s];
+        if (picks[s].size() != static_cast<std::size_t>(t.n_receivers()))
+            throw SizeMismatch(fmt::format("first_arrival_amplitudes: shot {} has {} traces and {} picks", s,
+                                           t.n_receivers(), picks[s].size()));
+        amplitudes[s].assign(picks[s].size(), kNoPick);
+        for (int r = 0; r < t.n_receivers(); ++r) {
+            const double pick = picks[s][static_cast<std::size_t>(r)];
+            if (!std::isfinite(pick)) continue;
+            const long n0 = std::max(0L, std::lround((pick - t0) / dt));
+            const long n1 = std::min(static_cast<long>(t.nt()), n0 + (3 * period) / 2 + 1);
+            if (n0 >= n1) continue;  // a pick past the trace's end
+            const double* x = t.receiver(r);
+            double peak = 0;
+            for (long n = n0; n < n1; ++n) peak = std::max(peak, std::abs(x[n]));
+            amplitudes[s][static_cast<std::size_t>(r)] = peak > 0 ? peak : kNoPick;
+        }
+    }
+    return amplitudes;
+}
+
+namespace {
+/// (1 + r) and p^2 / (2 r (1 + r)) of the plane wave's attenuation, r = sqrt(1 + p^2), and sqrt(mu / (2 eps)).
+struct LossTerms {
+    double one_plus_r, slope_correction, k;
+};
+LossTerms loss_terms(double sigma, double eps_r, double mu_r, double frequency) {
+    const double omega_eps = 2 * kPi * frequency * kEps0 * eps_r, p = sigma / omega_eps, r = std::sqrt(1 + p * p);
+    return {1 + r, p * p / (2 * r * (1 + r)), std::sqrt(kMu0 * mu_r / (2 * kEps0 * eps_r))};
+}
+}  // namespace
+
+double plane_wave_attenuation(double sigma, double eps_r, double mu_r, double frequency) {
+    // alpha = omega sqrt(mu eps / 2) sqrt(r - 1), written without the cancellation in r - 1 = p^2 / (r + 1)
+    const LossTerms l = loss_terms(sigma, eps_r, mu_r, frequency);
+    return sigma * l.k / std::sqrt(l.one_plus_r);
+}
+
+double plane_wave_attenuation_slope(double sigma, double eps_r, double mu_r, double frequency) {
+    const LossTerms l = loss_terms(sigma, eps_r, mu_r, frequency);
+    return l.k / std::sqrt(l.one_plus_r) * (1 - l.slope_correction);
+}
+
+AmplitudeObjective::AmplitudeObjective(const Survey& survey, std::vector<std::size_t> shots, Picks log_ratios,
+                                       const Model& calibration, double frequency)
+    : survey_(survey), shots_(std::move(shots)), log_ratios_(std::move(log_ratios)), frequency_(frequency) {
+    if (log_ratios_.size() != shots_.size())
+        throw SizeMismatch(fmt::format("amplitude tomography: {} shots of amplitudes for {} shots", log_ratios_.size(),
+                                       shots_.size()));
+    for (std::size_t s = 0; s < shots_.size(); ++s) {
+        const Shot& shot = survey_.shots[shots_[s]];
+        if (shot.sources.size() != 1)
+            throw InvalidArgument(fmt::format("amplitude tomography: shot {} has {} sources; rays need one a shot",
+                                              shots_[s], shot.sources.size()));
+        if (log_ratios_[s].size() != shot.receivers.size())
+            throw SizeMismatch(fmt::format("amplitude tomography: shot {} has {} receivers but {} amplitudes",
+                                           shots_[s], shot.receivers.size(), log_ratios_[s].size()));
+    }
+    if (!(frequency_ > 0)) throw InvalidArgument("amplitude tomography: the frequency must be positive");
+    alpha_calibration_.resize(calibration.eps_r.size());
+    for (std::size_t i = 0; i < alpha_calibration_.size(); ++i)
+        alpha_calibration_[i] = plane_wave_attenuation(calibration.sigma.data()[i], calibration.eps_r.data()[i],
+                                                       calibration.mu_r.data()[i], frequency_);
+}
+
+namespace {
+/// Each shot's eikonal field in m's eps_r and the ray integrals of alpha(m) - alpha_c to its receivers
+/// with a log ratio (NaN elsewhere).
+struct RayPass {
+    std::vector<std::optional<EikonalField>> fields;
+    Picks integrals;
+};
+RayPass attenuation_along_rays(const Survey& survey, const std::vector<std::size_t>& shots, const Picks& log_ratios,
+                               const Model& m, const std::vector<double>& alpha_c, double frequency) {
+    if (alpha_c.size() != m.eps_r.size())
+        throw SizeMismatch("amplitude tomography: the model's grid is not the calibration model's");
+    const std::vector<double> s = slowness_of(m);
+    std::vector<double> excess(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i)
+        excess[i] = plane_wave_attenuation(m.sigma.data()[i], m.eps_r.data()[i], m.mu_r.data()[i], frequency) - alpha_c[i];
+    RayPass pass{std::vector<std::optional<EikonalField>>(shots.size()), Picks(shots.size())};
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots.size(); ++k) {
+        const Shot& shot = survey.shots[shots[k]];
+        pass.fields[k].emplace(m.grid, s, shot.sources[0].position);
+        const std::vector<double> all = pass.fields[k]->ray_integrals(shot.receivers, excess);
+        pass.integrals[k].resize(all.size());
+        for (std::size_t r = 0; r < all.size(); ++r) pass.integrals[k][r] = std::isnan(log_ratios[k][r]) ? kNoPick : all[r];
+    }
+    return pass;
+}
+
+/// c = the mean of d + int (alpha - alpha_c) ds over every rank's traces.
+double fitted_source_ratio(const Picks& log_ratios, const Picks& integrals) {
+    double sum[2] = {0, 0};
+    for (std::size_t k = 0; k < log_ratios.size(); ++k)
+        for (std::size_t r = 0; r < log_ratios[k].size(); ++r)
+            if (!std::isnan(log_ratios[k][r])) sum[0] += log_ratios[k][r] + integrals[k][r], sum[1] += 1;
+    parallel::sum(sum, 2);
+    return sum[1] > 0 ? sum[0] / sum[1] : 0.0;
+}
+}  // namespace
+
+Picks AmplitudeObjective::predicted(const Model& model, double& source_log_ratio) const {
+    Picks p = attenuation_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_).integrals;
+    source_log_ratio = fitted_source_ratio(log_ratios_, p);
+    for (auto& shot : p)
+        for (double& v : shot) v = source_log_ratio - v;  // (NaN stays NaN)
+    return p;
+}
+
+double AmplitudeObjective::evaluate(const Model& model, const StageSpec&, Array2D& grad_eps_r, Array2D& grad_sigma) {
+    const RayPass pass = attenuation_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_);
+    const double c = fitted_source_ratio(log_ratios_, pass.integrals);
+    const std::size_t n = model.eps_r.size();
+    // residuals r = c - int - d, and the gradient of 1/2 their squares in alpha: -sum r L (the shots' parts
+    // added in shot order: the same sums whatever the threads)
+    std::vector<std::vector<double>> per_shot(shots_.size());
+    std::vector<double> j_shot(shots_.size(), 0.0);
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        const Shot& shot = survey_.shots[shots_[k]];
+        std::vector<Position> points;
+        std::vector<double> residuals;
+        for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
+            if (std::isnan(log_ratios_[k][r])) continue;
+            const double res = c - pass.integrals[k][r] - log_ratios_[k][r];
+            j_shot[k] += 0.5 * res * res;
+            points.push_back(shot.receivers[r]);
+            residuals.push_back(-res);
+        }
+        per_shot[k].assign(n, 0.0);
+        pass.fields[k]->add_gradient(points, residuals, per_shot[k]);
+    }
+    std::vector<double> grad_alpha(n + 1, 0.0);  // and the misfit last: one reduction over the ranks
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        grad_alpha[n] += j_shot[k];
+        for (std::size_t i = 0; i < n; ++i) grad_alpha[i] += per_shot[k][i];
+    }
+    parallel::sum(grad_alpha.data(), grad_alpha.size());
+    grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
+    grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+        grad_sigma.data()[i] = grad_alpha[i] * plane_wave_attenuation_slope(model.sigma.data()[i], model.eps_r.data()[i],
+                                                                            model.mu_r.data()[i], frequency_);
+    return grad_alpha[n];
+}
+
 }  // namespace gprfwi
