@@ -48,25 +48,16 @@ struct TomographyArgs {
     double smoothing_m = -1;  // < 0: half the dominant wavelength in the starting model
 };
 
-/// The mean of f(a - b) over the traces where both are finite, on all ranks, and how many.
-template <typename F>
-std::pair<double, std::size_t> mean_over_traces(const Picks& a, const Picks& b, F&& f) {
-    double all[2] = {0, 0};
-    for (std::size_t s = 0; s < a.size(); ++s)
-        for (std::size_t r = 0; r < a[s].size(); ++r)
-            if (std::isfinite(a[s][r]) && std::isfinite(b[s][r])) {
-                all[0] += f(a[s][r] - b[s][r]);
-                all[1] += 1;
-            }
-    parallel::sum(all, 2);
-    return {all[1] > 0 ? all[0] / all[1] : 0.0, static_cast<std::size_t>(all[1])};
-}
-std::pair<double, std::size_t> rms_difference(const Picks& a, const Picks& b) {
-    const auto [mean_square, n] = mean_over_traces(a, b, [](double d) { return d * d; });
-    return {std::sqrt(mean_square), n};
-}
-std::pair<double, std::size_t> mean_difference(const Picks& a, const Picks& b) {
-    return mean_over_traces(a, b, [](double d) { return d; });
+/// One stage of the driver over eps_r or sigma alone, stopping where its misfit falls by less than 0.1% over 3
+/// iterations.
+StageSpec tomography_stage(const char* name, bool eps_r, int iterations) {
+    StageSpec stage;
+    stage.name = name;
+    stage.invert_eps_r = eps_r;
+    stage.invert_sigma = !eps_r;
+    stage.iterations = iterations;
+    stage.min_relative_decrease = 1e-3;
+    return stage;
 }
 
 /// sigma from the first arrivals' amplitudes (tomography.hpp), starting from `m` (the traveltime model with
@@ -86,12 +77,7 @@ Model amplitude_tomography(const TomographyArgs& a, InversionSpec spec, Distribu
     AmplitudeObjective objective(survey, shots, log_ratios, m, f_dom);
     double c_before = 0;
     const auto [before, used] = rms_difference(objective.predicted(m, c_before), log_ratios);
-    StageSpec stage;
-    stage.name = "amplitude";
-    stage.invert_eps_r = false;
-    stage.invert_sigma = true;
-    stage.iterations = a.amplitude_iterations;
-    stage.min_relative_decrease = 1e-3;
+    const StageSpec stage = tomography_stage("amplitude", false, a.amplitude_iterations);
     spec.stages = {stage};
     spec.smoothing_sigma_m = a.amplitude_smoothing_m >= 0 ? a.amplitude_smoothing_m : spec.smoothing_m;
     spdlog::info("amplitude inversion: {} first-arrival amplitudes against traces modelled in the traveltime model "
@@ -169,12 +155,7 @@ void run_tomography(const TomographyArgs& a) {
 
     TomographyObjective objective(survey, shots, traveltimes, a.fit_time_zero);
     const double lambda = dominant_wavelength(c.model, f_dom);
-    StageSpec stage;
-    stage.name = "traveltime";
-    stage.invert_eps_r = true;
-    stage.invert_sigma = false;
-    stage.iterations = a.iterations;
-    stage.min_relative_decrease = 1e-3;
+    const StageSpec stage = tomography_stage("traveltime", true, a.iterations);
     spec.stages = {stage};
     spec.smoothing_m = a.smoothing_m >= 0 ? a.smoothing_m : 0.5 * lambda;
     spec.taper_radius_m = 0;

@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gprfwi/inversion.hpp"
@@ -67,6 +68,12 @@ std::string picks_csv_rows(const Picks& picks, const std::vector<std::size_t>& s
 /// Reads such a file for the survey's shots `shots` (receiver counts from
 /// `survey`); refuses, naming the file and line, anything that does not fit.
 Picks read_picks_csv(const std::string& path, const Survey& survey, const std::vector<std::size_t>& shots);
+
+/// The mean of a - b over every rank's traces where both are finite, and
+/// how many such traces (collective: every rank calls it).
+std::pair<double, std::size_t> mean_difference(const Picks& a, const Picks& b);
+/// The root mean square of a - b over the same traces, and how many.
+std::pair<double, std::size_t> rms_difference(const Picks& a, const Picks& b);
 
 /// Each trace's first-arrival amplitude: the largest |x| from its pick to a
 /// period and a half (of the dominant frequency) after it, which holds the

@@ -198,88 +198,129 @@ Picks read_picks_csv(const std::string& path, const Survey& survey, const std::v
     return picks;
 }
 
-TomographyObjective::TomographyObjective(const Survey& survey, std::vector<std::size_t> shots, Picks traveltimes,
-                                         bool fit_time_zero)
-    : survey_(survey), shots_(std::move(shots)), traveltimes_(std::move(traveltimes)), fit_time_zero_(fit_time_zero) {
-    if (traveltimes_.size() != shots_.size())
-        throw SizeMismatch(fmt::format("tomography: {} shots of traveltimes for {} shots", traveltimes_.size(), shots_.size()));
-    for (std::size_t s = 0; s < shots_.size(); ++s) {
-        const Shot& shot = survey_.shots[shots_[s]];
+namespace {
+
+/// Refuses per-trace values that do not fit `shots` of `survey`, or a shot without exactly one source (its
+/// rays start there); `what` names the objective and `values` its data in the messages.
+void check_ray_data(const Survey& survey, const std::vector<std::size_t>& shots, const Picks& data, const char* what,
+                    const char* values) {
+    if (data.size() != shots.size())
+        throw SizeMismatch(fmt::format("{}: {} shots of {} for {} shots", what, data.size(), values, shots.size()));
+    for (std::size_t s = 0; s < shots.size(); ++s) {
+        const Shot& shot = survey.shots[shots[s]];
         if (shot.sources.size() != 1)
-            throw InvalidArgument(fmt::format("tomography: shot {} has {} sources; traveltimes need one a shot",
-                                              shots_[s], shot.sources.size()));
-        if (traveltimes_[s].size() != shot.receivers.size())
-            throw SizeMismatch(fmt::format("tomography: shot {} has {} receivers but {} traveltimes", shots_[s],
-                                           shot.receivers.size(), traveltimes_[s].size()));
+            throw InvalidArgument(fmt::format("{}: shot {} has {} sources; {} need one a shot", what, shots[s],
+                                              shot.sources.size(), values));
+        if (data[s].size() != shot.receivers.size())
+            throw SizeMismatch(fmt::format("{}: shot {} has {} receivers but {} {}", what, shots[s],
+                                           shot.receivers.size(), data[s].size(), values));
     }
 }
 
+/// The mean of f(a - b) over every rank's traces where both are finite, and how many (collective).
+template <typename F>
+std::pair<double, std::size_t> mean_over_traces(const Picks& a, const Picks& b, F&& f) {
+    double all[2] = {0, 0};
+    for (std::size_t s = 0; s < a.size(); ++s)
+        for (std::size_t r = 0; r < a[s].size(); ++r)
+            if (std::isfinite(a[s][r]) && std::isfinite(b[s][r])) {
+                all[0] += f(a[s][r] - b[s][r]);
+                all[1] += 1;
+            }
+    parallel::sum(all, 2);
+    return {all[1] > 0 ? all[0] / all[1] : 0.0, static_cast<std::size_t>(all[1])};
+}
+
+}  // namespace
+
+std::pair<double, std::size_t> mean_difference(const Picks& a, const Picks& b) {
+    return mean_over_traces(a, b, [](double d) { return d; });
+}
+
+std::pair<double, std::size_t> rms_difference(const Picks& a, const Picks& b) {
+    const auto [mean_square, n] = mean_over_traces(a, b, [](double d) { return d * d; });
+    return {std::sqrt(mean_square), n};
+}
+
+TomographyObjective::TomographyObjective(const Survey& survey, std::vector<std::size_t> shots, Picks traveltimes,
+                                         bool fit_time_zero)
+    : survey_(survey), shots_(std::move(shots)), traveltimes_(std::move(traveltimes)), fit_time_zero_(fit_time_zero) {
+    check_ray_data(survey_, shots_, traveltimes_, "tomography", "traveltimes");
+}
+
 namespace {
+
 std::vector<double> slowness_of(const Model& m) {
     std::vector<double> s(m.eps_r.size());
     for (std::size_t i = 0; i < s.size(); ++i) s[i] = std::sqrt(m.eps_r.data()[i] * m.mu_r.data()[i]) / speed_of_light();
     return s;
 }
+
+/// Each shot's eikonal field in the slowness s, one shot a thread.
+std::vector<std::optional<EikonalField>> shot_fields(const Survey& survey, const std::vector<std::size_t>& shots,
+                                                     const Grid& grid, const std::vector<double>& s) {
+    std::vector<std::optional<EikonalField>> fields(shots.size());
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots.size(); ++k) fields[k].emplace(grid, s, survey.shots[shots[k]].sources[0].position);
+    return fields;
+}
+
+/// J = 1/2 sum r^2 over every rank's traces with a residual (NaN: none) and its gradient in the quantity
+/// the residuals' rays integrate, each residual's derivative being `sign` times its ray: per node, summed
+/// over the ranks, with J last (one reduction). The shots' parts are added in shot order, so the sums are
+/// the same whatever the threads.
+std::vector<double> ray_misfit(const Survey& survey, const std::vector<std::size_t>& shots,
+                               const std::vector<std::optional<EikonalField>>& fields, const Picks& residuals,
+                               double sign, std::size_t nodes) {
+    std::vector<std::vector<double>> per_shot(shots.size());
+    std::vector<double> j_shot(shots.size(), 0.0);
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots.size(); ++k) {
+        const Shot& shot = survey.shots[shots[k]];
+        std::vector<Position> points;
+        std::vector<double> weights;
+        for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
+            const double res = residuals[k][r];
+            if (std::isnan(res)) continue;
+            j_shot[k] += 0.5 * res * res;
+            points.push_back(shot.receivers[r]);
+            weights.push_back(sign * res);
+        }
+        per_shot[k].assign(nodes, 0.0);
+        fields[k]->add_gradient(points, weights, per_shot[k]);
+    }
+    std::vector<double> grad(nodes + 1, 0.0);
+    for (std::size_t k = 0; k < shots.size(); ++k) {
+        grad[nodes] += j_shot[k];
+        for (std::size_t i = 0; i < nodes; ++i) grad[i] += per_shot[k][i];
+    }
+    parallel::sum(grad.data(), grad.size());
+    return grad;
+}
+
 }  // namespace
 
 Picks TomographyObjective::times(const Model& model) const {
-    const std::vector<double> s = slowness_of(model);
+    const std::vector<std::optional<EikonalField>> fields = shot_fields(survey_, shots_, model.grid, slowness_of(model));
     Picks out(shots_.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        const Shot& shot = survey_.shots[shots_[k]];
-        const EikonalField f(model.grid, s, shot.sources[0].position);
-        for (const Position& r : shot.receivers) out[k].push_back(f.time_at(r));
-    }
+    for (std::size_t k = 0; k < shots_.size(); ++k)
+        for (const Position& r : survey_.shots[shots_[k]].receivers) out[k].push_back(fields[k]->time_at(r));
     return out;
 }
 
 double TomographyObjective::evaluate(const Model& model, const StageSpec&, Array2D& grad_eps_r, Array2D& grad_sigma) {
     const std::vector<double> s = slowness_of(model);
     const std::size_t n = s.size();
-    // the shots' fields and times, one shot a thread
-    std::vector<std::optional<EikonalField>> fields(shots_.size());
+    const std::vector<std::optional<EikonalField>> fields = shot_fields(survey_, shots_, model.grid, s);
     Picks t(shots_.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        const Shot& shot = survey_.shots[shots_[k]];
-        fields[k].emplace(model.grid, s, shot.sources[0].position);
-        for (const Position& r : shot.receivers) t[k].push_back(fields[k]->time_at(r));
-    }
-    double tau = 0;
-    if (fit_time_zero_) {  // the mean of (picked - eikonal) over every rank's traces
-        double sum[2] = {0, 0};
-        for (std::size_t k = 0; k < shots_.size(); ++k)
-            for (std::size_t r = 0; r < t[k].size(); ++r)
-                if (!std::isnan(traveltimes_[k][r])) sum[0] += traveltimes_[k][r] - t[k][r], sum[1] += 1;
-        parallel::sum(sum, 2);
-        tau = sum[1] > 0 ? sum[0] / sum[1] : 0.0;
-    }
-    // residuals T + tau - t and the gradient of 1/2 their squares; the shots' gradients added in shot
-    // order (the same sums whatever the threads)
-    std::vector<std::vector<double>> per_shot(shots_.size());
-    std::vector<double> j_shot(shots_.size(), 0.0);
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        const Shot& shot = survey_.shots[shots_[k]];
-        std::vector<Position> points;
-        std::vector<double> residuals;
-        for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
-            if (std::isnan(traveltimes_[k][r])) continue;
-            const double res = t[k][r] + tau - traveltimes_[k][r];
-            j_shot[k] += 0.5 * res * res;
-            points.push_back(shot.receivers[r]);
-            residuals.push_back(res);
-        }
-        per_shot[k].assign(n, 0.0);
-        fields[k]->add_gradient(points, residuals, per_shot[k]);
-    }
-    std::vector<double> grad_s(n + 1, 0.0);  // and the misfit last: one reduction over the ranks
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        grad_s[n] += j_shot[k];
-        for (std::size_t i = 0; i < n; ++i) grad_s[i] += per_shot[k][i];
-    }
-    parallel::sum(grad_s.data(), grad_s.size());
+    for (std::size_t k = 0; k < shots_.size(); ++k)
+        for (const Position& r : survey_.shots[shots_[k]].receivers) t[k].push_back(fields[k]->time_at(r));
+    // the mean of (picked - eikonal) over every rank's traces
+    const double tau = fit_time_zero_ ? mean_difference(traveltimes_, t).first : 0.0;
+    // residuals T + tau - t (NaN where t is)
+    for (std::size_t k = 0; k < shots_.size(); ++k)
+        for (std::size_t r = 0; r < t[k].size(); ++r) t[k][r] = t[k][r] + tau - traveltimes_[k][r];
+    const std::vector<double> grad_s = ray_misfit(survey_, shots_, fields, t, 1.0, n);
     grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
     grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
     for (std::size_t i = 0; i < n; ++i)  // ds/d eps_r = sqrt(mu_r) / (2 c0 sqrt(eps_r))
@@ -341,18 +382,7 @@ double plane_wave_attenuation_slope(double sigma, double eps_r, double mu_r, dou
 AmplitudeObjective::AmplitudeObjective(const Survey& survey, std::vector<std::size_t> shots, Picks log_ratios,
                                        const Model& calibration, double frequency)
     : survey_(survey), shots_(std::move(shots)), log_ratios_(std::move(log_ratios)), frequency_(frequency) {
-    if (log_ratios_.size() != shots_.size())
-        throw SizeMismatch(fmt::format("amplitude tomography: {} shots of amplitudes for {} shots", log_ratios_.size(),
-                                       shots_.size()));
-    for (std::size_t s = 0; s < shots_.size(); ++s) {
-        const Shot& shot = survey_.shots[shots_[s]];
-        if (shot.sources.size() != 1)
-            throw InvalidArgument(fmt::format("amplitude tomography: shot {} has {} sources; rays need one a shot",
-                                              shots_[s], shot.sources.size()));
-        if (log_ratios_[s].size() != shot.receivers.size())
-            throw SizeMismatch(fmt::format("amplitude tomography: shot {} has {} receivers but {} amplitudes",
-                                           shots_[s], shot.receivers.size(), log_ratios_[s].size()));
-    }
+    check_ray_data(survey_, shots_, log_ratios_, "amplitude tomography", "amplitudes");
     if (!(frequency_ > 0)) throw InvalidArgument("amplitude tomography: the frequency must be positive");
     alpha_calibration_.resize(calibration.eps_r.size());
     for (std::size_t i = 0; i < alpha_calibration_.size(); ++i)
@@ -361,80 +391,47 @@ AmplitudeObjective::AmplitudeObjective(const Survey& survey, std::vector<std::si
 }
 
 namespace {
-/// Each shot's eikonal field in m's eps_r and the ray integrals of alpha(m) - alpha_c to its receivers
-/// with a log ratio (NaN elsewhere).
+/// Each shot's eikonal field in m's eps_r, and the ray integrals of alpha_c - alpha(m) (the log amplitude
+/// the model gains over the calibration's) to its receivers with a log ratio (NaN elsewhere).
 struct RayPass {
     std::vector<std::optional<EikonalField>> fields;
-    Picks integrals;
+    Picks gains;
 };
-RayPass attenuation_along_rays(const Survey& survey, const std::vector<std::size_t>& shots, const Picks& log_ratios,
-                               const Model& m, const std::vector<double>& alpha_c, double frequency) {
+RayPass gain_along_rays(const Survey& survey, const std::vector<std::size_t>& shots, const Picks& log_ratios,
+                        const Model& m, const std::vector<double>& alpha_c, double frequency) {
     if (alpha_c.size() != m.eps_r.size())
         throw SizeMismatch("amplitude tomography: the model's grid is not the calibration model's");
-    const std::vector<double> s = slowness_of(m);
-    std::vector<double> excess(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i)
-        excess[i] = plane_wave_attenuation(m.sigma.data()[i], m.eps_r.data()[i], m.mu_r.data()[i], frequency) - alpha_c[i];
-    RayPass pass{std::vector<std::optional<EikonalField>>(shots.size()), Picks(shots.size())};
+    std::vector<double> loss(alpha_c.size());
+    for (std::size_t i = 0; i < loss.size(); ++i)
+        loss[i] = alpha_c[i] - plane_wave_attenuation(m.sigma.data()[i], m.eps_r.data()[i], m.mu_r.data()[i], frequency);
+    RayPass pass{shot_fields(survey, shots, m.grid, slowness_of(m)), Picks(shots.size())};
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t k = 0; k < shots.size(); ++k) {
-        const Shot& shot = survey.shots[shots[k]];
-        pass.fields[k].emplace(m.grid, s, shot.sources[0].position);
-        const std::vector<double> all = pass.fields[k]->ray_integrals(shot.receivers, excess);
-        pass.integrals[k].resize(all.size());
-        for (std::size_t r = 0; r < all.size(); ++r) pass.integrals[k][r] = std::isnan(log_ratios[k][r]) ? kNoPick : all[r];
+        const std::vector<double> all = pass.fields[k]->ray_integrals(survey.shots[shots[k]].receivers, loss);
+        pass.gains[k].resize(all.size());
+        for (std::size_t r = 0; r < all.size(); ++r) pass.gains[k][r] = std::isnan(log_ratios[k][r]) ? kNoPick : all[r];
     }
     return pass;
-}
-
-/// c = the mean of d + int (alpha - alpha_c) ds over every rank's traces.
-double fitted_source_ratio(const Picks& log_ratios, const Picks& integrals) {
-    double sum[2] = {0, 0};
-    for (std::size_t k = 0; k < log_ratios.size(); ++k)
-        for (std::size_t r = 0; r < log_ratios[k].size(); ++r)
-            if (!std::isnan(log_ratios[k][r])) sum[0] += log_ratios[k][r] + integrals[k][r], sum[1] += 1;
-    parallel::sum(sum, 2);
-    return sum[1] > 0 ? sum[0] / sum[1] : 0.0;
 }
 }  // namespace
 
 Picks AmplitudeObjective::predicted(const Model& model, double& source_log_ratio) const {
-    Picks p = attenuation_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_).integrals;
-    source_log_ratio = fitted_source_ratio(log_ratios_, p);
+    Picks p = gain_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_).gains;
+    source_log_ratio = mean_difference(log_ratios_, p).first;  // c, fitted
     for (auto& shot : p)
-        for (double& v : shot) v = source_log_ratio - v;  // (NaN stays NaN)
+        for (double& v : shot) v += source_log_ratio;  // (NaN stays NaN)
     return p;
 }
 
 double AmplitudeObjective::evaluate(const Model& model, const StageSpec&, Array2D& grad_eps_r, Array2D& grad_sigma) {
-    const RayPass pass = attenuation_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_);
-    const double c = fitted_source_ratio(log_ratios_, pass.integrals);
+    RayPass pass = gain_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_);
+    const double c = mean_difference(log_ratios_, pass.gains).first;
     const std::size_t n = model.eps_r.size();
-    // residuals r = c - int - d, and the gradient of 1/2 their squares in alpha: -sum r L (the shots' parts
-    // added in shot order: the same sums whatever the threads)
-    std::vector<std::vector<double>> per_shot(shots_.size());
-    std::vector<double> j_shot(shots_.size(), 0.0);
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        const Shot& shot = survey_.shots[shots_[k]];
-        std::vector<Position> points;
-        std::vector<double> residuals;
-        for (std::size_t r = 0; r < shot.receivers.size(); ++r) {
-            if (std::isnan(log_ratios_[k][r])) continue;
-            const double res = c - pass.integrals[k][r] - log_ratios_[k][r];
-            j_shot[k] += 0.5 * res * res;
-            points.push_back(shot.receivers[r]);
-            residuals.push_back(-res);
-        }
-        per_shot[k].assign(n, 0.0);
-        pass.fields[k]->add_gradient(points, residuals, per_shot[k]);
-    }
-    std::vector<double> grad_alpha(n + 1, 0.0);  // and the misfit last: one reduction over the ranks
-    for (std::size_t k = 0; k < shots_.size(); ++k) {
-        grad_alpha[n] += j_shot[k];
-        for (std::size_t i = 0; i < n; ++i) grad_alpha[i] += per_shot[k][i];
-    }
-    parallel::sum(grad_alpha.data(), grad_alpha.size());
+    // residuals c + gain - d, each the ray integral of -alpha (plus constants)
+    Picks& residuals = pass.gains;
+    for (std::size_t k = 0; k < shots_.size(); ++k)
+        for (std::size_t r = 0; r < residuals[k].size(); ++r) residuals[k][r] = c + residuals[k][r] - log_ratios_[k][r];
+    const std::vector<double> grad_alpha = ray_misfit(survey_, shots_, pass.fields, residuals, -1.0, n);
     grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
     grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
     for (std::size_t i = 0; i < n; ++i)
