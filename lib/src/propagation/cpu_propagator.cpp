@@ -132,19 +132,8 @@ public:
         adj.zero(n);
         for (std::vector<T>& a : scratch_) a.assign(n, T(0));
         auto& [q_x, q_z, p_x, p_z] = scratch_;
-        const std::size_t cells = g_.shot_stride;
-        // the imaging accumulators, summed over the shots as it goes; the result's views of them. A shot
-        // group (resolve_shot_groups) sums into its own, the groups' added in group order at the end, as
-        // EnginePropagator adds those of engines that run at once (group 0's are these)
-        const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
-        sums_.resize(static_cast<std::size_t>(groups));
-        for (Sums& sum : sums_) {
-            sum.prev.assign(cells, 0.0);
-            sum.next.assign(cells, 0.0);
-            sum.illumination.assign(opt_.illumination ? cells : 0, 0.0);
-            sum.dprev.clear();
-            sum.dnext.clear();
-        }
+        // the imaging accumulators, summed over the shots as it goes; the result's views of them
+        const int groups = reset_sums(false);
         AdjointResult out{sums_[0].prev, sums_[0].next, sums_[0].illumination, {}};
         const auto fields = adj.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
@@ -287,13 +276,7 @@ public:
         sec.zero(n);
         for (std::vector<T>& a : scratch_) a.assign(n, T(0));
         auto& [q_x, q_z, p_x, p_z] = scratch_;
-        const std::size_t cells = g_.shot_stride;
-        const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
-        sums_.resize(static_cast<std::size_t>(groups));
-        for (Sums& sum : sums_) {
-            for (auto part : {&Sums::prev, &Sums::next, &Sums::dprev, &Sums::dnext}) (sum.*part).assign(cells, 0.0);
-            sum.illumination.clear();
-        }
+        const int groups = reset_sums(true);
         const auto fields = adj.view(), dfields = sec.view();
         const k::AdjointScratch<T> scratch{q_x.data(), q_z.data(), p_x.data(), p_z.data()};
         const auto x = x_->view(), z = z_->view();
@@ -375,6 +358,24 @@ private:
                 traces[si][r][m] = acc;
             }
         }
+    }
+
+    /// Each shot group's imaging sums, zeroed: a shot group (resolve_shot_groups) sums into its own, the
+    /// groups' added in group order at the end (add_group_sums), as EnginePropagator adds those of engines
+    /// that run at once. prev and next always; illumination where asked, in the first-order adjoint; the
+    /// derivatives' in the second-order one. Returns the number of groups.
+    int reset_sums(bool second_order) {
+        const std::size_t cells = g_.shot_stride;
+        const int groups = resolve_shot_groups(opt_, s_.shots.size(), s_.grid);
+        sums_.resize(static_cast<std::size_t>(groups));
+        for (Sums& sum : sums_) {
+            sum.prev.assign(cells, 0.0);
+            sum.next.assign(cells, 0.0);
+            sum.illumination.assign(!second_order && opt_.illumination ? cells : 0, 0.0);
+            sum.dprev.assign(second_order ? cells : 0, 0.0);
+            sum.dnext.assign(second_order ? cells : 0, 0.0);
+        }
+        return groups;
     }
 
     /// Adds the shot groups' sums into group 0's, in group order.
