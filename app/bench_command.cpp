@@ -259,6 +259,10 @@ public:
     }
     void set_wavelet(const std::vector<double>& w) override { inner_.set_wavelet(w); }
     double wavelet_dt() const override { return inner_.wavelet_dt(); }
+    int evaluation_propagations(const StageSpec& stage) const override { return inner_.evaluation_propagations(stage); }
+    std::vector<double> projected_wavelet(const Model& m, const StageSpec& stage) override {
+        return inner_.projected_wavelet(m, stage);
+    }
     int evaluations = 0;
     double call_seconds = 0;   // the evaluations, whole
     double loop_seconds = 0;   // ... their time loops
@@ -320,7 +324,7 @@ void run_inversion(const BenchArgs& a) {
     }
     DistributedRunner runner(survey, opt, 0);
     Traces observed = runner.forward(truth);  // this rank's shots
-    FwiObjective fwi(runner, std::move(observed), spec.misfit);
+    FwiObjective fwi(runner, std::move(observed), spec.misfit, spec.wavelet_water_level);
     TimedObjective objective(fwi, runner);
     StageSpec stage;
     stage.name = "bench";

@@ -75,7 +75,7 @@ void run_invert(const InvertArgs& a) {
     WorkspaceAhead workspace(runner, run.model, true);  // made while the observed data are read and PETSc starts
     Traces observed;
     parallel::collectively([&] { observed = read_observed(run.observed, survey, runner.shots()); });
-    FwiObjective objective(runner, std::move(observed), spec.misfit);
+    FwiObjective objective(runner, std::move(observed), spec.misfit, spec.wavelet_water_level);
 
     std::string petsc_options = spec.petsc_options;
     for (const std::string& s : {a.petsc_options}) petsc_options += (petsc_options.empty() ? "" : " ") + s;

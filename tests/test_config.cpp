@@ -475,6 +475,25 @@ inversion:
     EXPECT_EQ(s.stages[0].max_frequency_hz, 1.0e8);
     EXPECT_TRUE(s.stages[0].estimate_wavelet);
     EXPECT_FALSE(s.stages[1].estimate_wavelet);
+    EXPECT_FALSE(s.stages[0].project_wavelet) << "the envelope misfit is not quadratic in the data";
+    {  // the wavelet projected out where it is estimated, or kept from an estimate, unless the campaign says
+        const Campaign q = load_campaign(write_run_file("campaign", base), {"inversion.misfit=relative"});
+        EXPECT_TRUE(q.inversion.stages[0].project_wavelet);
+        EXPECT_TRUE(q.inversion.stages[1].project_wavelet) << "the second stage keeps the first one's estimate";
+        const Campaign off = load_campaign(write_run_file("campaign", base),
+                                           {"inversion.misfit=l2", "inversion.wavelet_projection=false"});
+        EXPECT_FALSE(off.inversion.stages[0].project_wavelet);
+        EXPECT_FALSE(off.inversion.stages[1].project_wavelet);
+        const Campaign known = load_campaign(
+            write_run_file("campaign", base),
+            {"inversion.misfit=relative", "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3}]"});
+        EXPECT_FALSE(known.inversion.stages[0].project_wavelet) << "a known wavelet";
+        const Campaign on = load_campaign(
+            write_run_file("campaign", base),
+            {"inversion.misfit=relative", "inversion.wavelet_projection=true",
+             "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3}]"});
+        EXPECT_TRUE(on.inversion.stages[0].project_wavelet) << "asked for";
+    }
     EXPECT_EQ(s.wavelet_water_level, 0.05);
     EXPECT_EQ(s.illumination_stabilization, 0.05);
     EXPECT_EQ(s.smoothing_m, 0.1);
@@ -540,6 +559,9 @@ inversion:
         {{"inversion.newton={cg_iterations: 0}"}, "inversion.newton.cg_iterations: expected an integer in [1, 1000]"},
         {{"inversion.newton={preconditioner: jacobi}"}, "inversion.newton.preconditioner: expected one of smoothing, lbfgs, got 'jacobi'"},
         {{"inversion.max_propagations=0"}, "inversion.max_propagations: expected an integer in [1, 1000000000]"},
+        {{"inversion.wavelet_projection=true"},
+         "inversion.wavelet_projection: the envelope misfit is not quadratic in the data"},
+        {{"inversion.wavelet_projection=sometimes"}, "inversion.wavelet_projection: expected true or false"},
     };
     for (const auto& [overrides, expected] : bad) {
         try {

@@ -34,6 +34,7 @@
 #include "gprfwi/model_builder.hpp"
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
+#include "gprfwi/wavelet_projection.hpp"
 #include "petsc_environment.hpp"
 #include "inversion/stage_checkpoint.hpp"
 #include "inversion/stage_newton.hpp"
@@ -673,8 +674,11 @@ TEST(Regularization, ResultsDoNotDependOnTheThreadCount) {
     EXPECT_EQ(std::get<4>(one), std::get<4>(three));
 }
 
-/// The FWI objective of each misfit on band-limited data passes a Taylor test
-/// through the propagator (eps_r and sigma perturbed together).
+/// The FWI objective's gradient is that of its value (second-order Taylor
+/// tests) for every misfit, and with the wavelet projected out (every
+/// evaluation fits the filter of a wrong wavelet anew: the variable
+/// projection's gradient is exact) for both quadratic misfits, in the full
+/// band and a low band; the projection refuses the other misfits.
 TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
     const Grid g{36, 30, 0.04, 0.05};
     const Model model = test::heterogeneous_model(g, 3), truth = test::heterogeneous_model(g, 4);
@@ -683,6 +687,8 @@ TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
     PropagatorOptions opt = fix_survey_wide_options(test::double_options(4, 8), model, survey);
     opt.backend = BackendKind::cpu;
     const Traces observed = CpuPropagator(opt).forward(truth, survey);
+    Survey unknown = survey;  // the wavelet the projection starts from
+    for (Shot& s : unknown.shots) s.wavelet = ricker(survey.nt, dt, 3.2e8, 4e-9, 0.3);
     std::vector<double> dm(2 * g.nz * g.nx);
     {
         std::mt19937 gen(21);
@@ -690,12 +696,11 @@ TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
         for (std::size_t i = 0; i < dm.size() / 2; ++i) dm[i] = 0.5 * u(gen);
         for (std::size_t i = dm.size() / 2; i < dm.size(); ++i) dm[i] = 0.002 * u(gen);
     }
-    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::relative, MisfitKind::envelope}) {
-        DistributedRunner runner(survey, opt, 1);  // one shot per batch
-        FwiObjective objective(runner, observed, kind);
-        StageSpec stage;
-        stage.max_frequency_hz = 0.5 * 4.0e8;
-        const std::size_t n = static_cast<std::size_t>(g.nz * g.nx);
+    const std::size_t n = static_cast<std::size_t>(g.nz * g.nx);
+    std::vector<double> x0(2 * n);
+    std::copy_n(model.eps_r.data(), n, x0.begin());
+    std::copy_n(model.sigma.data(), n, x0.begin() + static_cast<std::ptrdiff_t>(n));
+    auto check = [&](FwiObjective& objective, const StageSpec& stage, const std::string& what) {
         auto f = [&](const std::vector<double>& x, double* grad) {
             Model m = model;
             for (std::size_t i = 0; i < n; ++i) {
@@ -706,47 +711,145 @@ TEST(Misfits, FwiObjectiveOfEachMisfitPassesTaylorTests) {
             const double j = objective.evaluate(m, stage, ge, gs);
             std::copy_n(ge.data(), n, grad);
             std::copy_n(gs.data(), n, grad + n);
+            if (stage.project_wavelet) {
+                EXPECT_NEAR(objective.misfit(m, stage), j, 1e-12 * j) << "the misfit alone";
+            }
             return j;
         };
-        std::vector<double> x0(2 * n);
-        std::copy_n(model.eps_r.data(), n, x0.begin());
-        std::copy_n(model.sigma.data(), n, x0.begin() + static_cast<std::ptrdiff_t>(n));
-        expect_taylor_second_order(f, x0, dm, to_string(kind));
+        expect_taylor_second_order(f, x0, dm, what.c_str());
+    };
+    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::normalized, MisfitKind::relative, MisfitKind::envelope}) {
+        DistributedRunner runner(survey, opt, 1);  // one shot per batch
+        FwiObjective objective(runner, observed, kind);
+        StageSpec stage;
+        stage.max_frequency_hz = 0.5 * 4.0e8;
+        check(objective, stage, to_string(kind));
     }
+    for (MisfitKind kind : {MisfitKind::l2, MisfitKind::relative})
+        for (double band : {0.0, 0.5 * 4.0e8}) {
+            DistributedRunner runner(unknown, opt, 1);
+            FwiObjective objective(runner, observed, kind, 0.01);
+            StageSpec stage;
+            stage.max_frequency_hz = band;
+            stage.project_wavelet = true;
+            EXPECT_EQ(objective.evaluation_propagations(stage), 3);
+            check(objective, stage, fmt::format("{}, projected wavelet, band {}", to_string(kind), band));
+        }
+    DistributedRunner runner(unknown, opt, 1);
+    EXPECT_THROW(WaveletProjection(MisfitKind::normalized, runner.shots(), observed, survey.nt, 0.0, dt, 0.01, 10),
+                 InvalidArgument);
+}
+
+/// Data of a heterogeneous model made with one wavelet, and the survey with
+/// another (wrong amplitude, frequency and delay, covering the band): what
+/// the wavelet's estimate and projection must undo.
+struct UnknownWaveletCase {
+    Grid g{40, 32, 0.04, 0.05};
+    Model truth = test::heterogeneous_model(g, 4);
+    double dt = 0.9 * test::cfl_limit(g, truth.min_eps_mu(), 4);
+    Survey survey = test::random_survey(g, 3, 1, 5, 300, 3.0e8, dt, 9);
+    std::vector<double> true_w = ricker(survey.nt, dt, 3.0e8, 6e-9, 2.0);
+    PropagatorOptions opt;
+    Traces observed;
+    Survey wrong;
+    UnknownWaveletCase() {
+        for (Shot& s : survey.shots) s.wavelet = true_w;
+        opt = fix_survey_wide_options(test::double_options(4, 8), truth, survey);
+        opt.backend = BackendKind::cpu;
+        observed = CpuPropagator(opt).forward(truth, survey);
+        wrong = survey;
+        for (Shot& s : wrong.shots) s.wavelet = ricker(survey.nt, dt, 3.6e8, 7.5e-9, 0.5);
+    }
+};
+
+/// On the true model, the projection finds the true wavelet from a wrong one
+/// (amplitude, frequency and delay) and the misfit all but vanishes; on a
+/// model whose traces are the observed ones scaled, it finds the scale.
+TEST(Wavelet, ProjectionFindsTheWaveletThatFits) {
+    const UnknownWaveletCase c;
+    const Model& truth = c.truth;
+    const Survey &survey = c.survey, &wrong = c.wrong;
+    const std::vector<double>& true_w = c.true_w;
+    const PropagatorOptions& opt = c.opt;
+    const Traces& observed = c.observed;
+    const double dt = c.dt;
+    // (the water level's term shrinks the filter and damps the lag combinations the traces hardly excite: the
+    // wavelet's error grows with it)
+    const struct {
+        double water, wavelet_error, misfit_share;
+    } levels[] = {{1e-7, 1e-4, 1e-6}, {1e-3, 5e-3, 1e-3}};
+    for (const auto& level : levels)
+        for (MisfitKind kind : {MisfitKind::l2, MisfitKind::relative}) {
+            DistributedRunner runner(wrong, opt, 0);
+            FwiObjective objective(runner, observed, kind, level.water);
+            StageSpec stage;
+            stage.project_wavelet = true;
+            const std::vector<double> w = objective.projected_wavelet(truth, stage);
+            ASSERT_EQ(w.size(), true_w.size());
+            double d = 0, n = 0;
+            for (int i = 0; i < survey.nt; ++i) {
+                d += std::pow(w[i] - true_w[i], 2);
+                n += true_w[i] * true_w[i];
+            }
+            StageSpec plain;
+            const double j = objective.misfit(truth, stage), j_wrong = objective.misfit(truth, plain);
+            std::printf("%s, water level %g: projected wavelet's error %.3e; misfit on the true model %.3e, with the "
+                        "wrong wavelet held %.3e\n", to_string(kind), level.water, std::sqrt(d / n), j, j_wrong);
+            EXPECT_LT(std::sqrt(d / n), level.wavelet_error) << to_string(kind);
+            EXPECT_LT(j, level.misfit_share * j_wrong) << to_string(kind);
+        }
+    // traces twice the observed ones: the filter is one half (up to the water level's shrinking, 1e-12 here)
+    Traces doubled = observed;
+    for (auto& t : doubled)
+        for (double& v : t.samples()) v *= 2;
+    WaveletProjection p(MisfitKind::relative, {0, 1, 2}, observed, survey.nt, 0.0, dt, 1e-12, 10);
+    auto misfit = [&](double& adjoint_norm) {
+        double j = p.regularization();
+        adjoint_norm = 0;
+        for (std::size_t i = 0; i < doubled.size(); ++i) {
+            ShotTraces adjoint;
+            j += p.evaluate(i, doubled[i], adjoint);
+            for (double v : adjoint.samples()) adjoint_norm += v * v;
+        }
+        return j;
+    };
+    double g0 = 0, g1 = 0;
+    const double j0 = misfit(g0);  // f = 1
+    p.fit(doubled);
+    const double j1 = misfit(g1);
+    EXPECT_NEAR(p.gain(), 0.5, 1e-10);
+    const std::vector<double> half = p.filtered(true_w);
+    const double peak = *std::max_element(true_w.begin(), true_w.end());
+    // (lag combinations the traces hardly excite are held only by the water level: errors of its square root)
+    for (int i = 0; i < survey.nt; ++i) EXPECT_NEAR(half[i], 0.5 * true_w[i], 1e-6 * peak);
+    std::printf("doubled traces: misfit %.3e -> %.3e, adjoint source's norm %.3e -> %.3e\n", j0, j1, std::sqrt(g0),
+                std::sqrt(g1));
+    EXPECT_LT(j1, 1e-10 * j0);  // (what is left: the water level's term, 1e-12 of the traces' power)
+    EXPECT_LT(std::sqrt(g1), 1e-6 * std::sqrt(g0));
 }
 
 /// On the true model, the least-squares wavelet of data made with one wavelet,
 /// estimated starting from another (wrong amplitude, frequency and delay),
 /// is the true one up to the water level.
 TEST(Wavelet, EstimateRecoversTheTrueWavelet) {
-    const Grid g{40, 32, 0.04, 0.05};
-    const Model truth = test::heterogeneous_model(g, 4);
-    const double dt = 0.9 * test::cfl_limit(g, truth.min_eps_mu(), 4);
-    Survey survey = test::random_survey(g, 3, 1, 5, 300, 3.0e8, dt, 9);
-    const std::vector<double> true_w = ricker(survey.nt, dt, 3.0e8, 6e-9, 2.0);
-    for (Shot& s : survey.shots) s.wavelet = true_w;
-    PropagatorOptions opt = fix_survey_wide_options(test::double_options(4, 8), truth, survey);
-    opt.backend = BackendKind::cpu;
-    const Traces observed = CpuPropagator(opt).forward(truth, survey);
-    Survey wrong = survey;
-    for (Shot& s : wrong.shots) s.wavelet = ricker(survey.nt, dt, 3.6e8, 7.5e-9, 0.5);  // covering the band
-    DistributedRunner runner(wrong, opt, 0);
-    FwiObjective objective(runner, observed, MisfitKind::l2);
-    const std::vector<double> w = objective.estimate_wavelet(truth, 1e-3);
+    const UnknownWaveletCase c;
+    DistributedRunner runner(c.wrong, c.opt, 0);
+    FwiObjective objective(runner, c.observed, MisfitKind::l2);
+    const std::vector<double> w = objective.estimate_wavelet(c.truth, 1e-3);
     double d = 0, n = 0, d0 = 0;
-    for (int i = 0; i < survey.nt; ++i) {
-        d += std::pow(w[i] - true_w[i], 2);
-        d0 += std::pow(wrong.shots[0].wavelet[i] - true_w[i], 2);
-        n += true_w[i] * true_w[i];
+    for (int i = 0; i < c.survey.nt; ++i) {
+        d += std::pow(w[i] - c.true_w[i], 2);
+        d0 += std::pow(c.wrong.shots[0].wavelet[i] - c.true_w[i], 2);
+        n += c.true_w[i] * c.true_w[i];
     }
     std::printf("wavelet error: %.3e (the starting wavelet's: %.3e)\n", std::sqrt(d / n), std::sqrt(d0 / n));
     EXPECT_LT(std::sqrt(d / n), 0.02);
     // the objective now uses it: the misfit on the true model is (almost) zero
     Array2D ge, gs;
     StageSpec full;
-    const double j = objective.evaluate(truth, full, ge, gs);
+    const double j = objective.evaluate(c.truth, full, ge, gs);
     double energy = 0;
-    for (const auto& t : observed)
+    for (const auto& t : c.observed)
         for (double v : t.samples()) energy += 0.5 * v * v;
     EXPECT_LT(j, 1e-3 * energy);
 }

@@ -62,6 +62,9 @@ public:
     ZeroPhaseLowpass(double cutoff_hz, double dt);
     void apply(double* x, std::size_t n) const;
     bool identity() const { return identity_; }
+    /// The gain of apply() at omega radians per sample away from the trace's
+    /// ends: |H(e^{i omega})|^2 of the two biquads (run twice).
+    double power_gain(double omega) const;
 
 private:
     struct Biquad {

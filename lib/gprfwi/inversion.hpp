@@ -19,6 +19,7 @@
 #include "gprfwi/model.hpp"
 #include "gprfwi/model_builder.hpp"
 #include "gprfwi/propagator.hpp"
+#include "gprfwi/wavelet_projection.hpp"
 
 namespace gprfwi {
 
@@ -43,6 +44,9 @@ struct StageSpec {
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
     int max_evaluations = 0;            // 0: 4 x iterations + 10
     bool estimate_wavelet = false;      // least-squares wavelet at the stage's start (kept by later stages)
+    /// Project the wavelet out of the misfit at every evaluation (the best
+    /// filter of the stage's wavelet for the model; wavelet_projection.hpp).
+    bool project_wavelet = false;
     double smoothing_m = -1;            // gradient smoothing of this stage's eps_r, m; < 0: InversionSpec::smoothing_m
     double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
     std::optional<InversionMethod> method;  // none: InversionSpec::method
@@ -255,6 +259,12 @@ public:
     /// (InvalidArgument).
     virtual int hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r,
                                const Array2D& v_sigma, HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma);
+    /// The propagations one evaluate() takes (a forward, Born or adjoint run
+    /// each): the forward and the adjoint by default.
+    virtual int evaluation_propagations(const StageSpec&) const { return 2; }
+    /// Where the stage projects the wavelet out: the wavelet that fits best
+    /// at `model` (collective; a forward run), else empty.
+    virtual std::vector<double> projected_wavelet(const Model& model, const StageSpec& stage);
 };
 
 class DistributedRunner;
@@ -265,7 +275,8 @@ class DistributedRunner;
 class FwiObjective final : public InversionObjective {
 public:
     /// `observed` holds the traces of runner.shots(), in order.
-    FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind);
+    /// `water_level` stabilises the projected wavelet (InversionSpec::wavelet_water_level).
+    FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind, double water_level = 0.01);
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
     /// Forward modelling only.
     double misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind = std::nullopt) override;
@@ -276,6 +287,9 @@ public:
     double wavelet_dt() const override;
     int hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r, const Array2D& v_sigma,
                        HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma) override;
+    /// With the wavelet projected out, a forward run first fits it.
+    int evaluation_propagations(const StageSpec& stage) const override { return stage.project_wavelet ? 3 : 2; }
+    std::vector<double> projected_wavelet(const Model& model, const StageSpec& stage) override;
 
 private:
     DistributedRunner& runner_;
@@ -290,9 +304,17 @@ private:
     /// `cache`'s misfit, built anew (collectively) for another kind or band.
     const BandLimitedMisfit& band_misfit(CachedMisfit& cache, MisfitKind kind, double cutoff_hz);
 
+    /// The projection of the stage's band, built anew (collectively) for another band.
+    WaveletProjection& projection(double cutoff_hz);
+    /// The projection fitted at `model` (a forward run; collective).
+    WaveletProjection& fitted_projection(const Model& model, const StageSpec& stage);
+
     MisfitKind kind_;
     CachedMisfit own_, other_;  // the campaign's kind; misfit() in another
     Array2D last_illumination_;
+    double water_level_;
+    std::unique_ptr<WaveletProjection> projection_;  // of the band below projection_cutoff_hz_
+    double projection_cutoff_hz_ = -1;
 };
 
 /// SIGTERM or SIGUSR1 stopped the run; the checkpoint of the last accepted

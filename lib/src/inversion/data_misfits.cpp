@@ -1,6 +1,7 @@
 #include "gprfwi/data_misfits.hpp"
 
 #include <algorithm>
+#include <complex>
 #include <cmath>
 #include <numbers>
 
@@ -148,6 +149,14 @@ void ZeroPhaseLowpass::run(double* x, std::size_t n, bool backward) const {
             v = y;
         }
     }
+}
+
+double ZeroPhaseLowpass::power_gain(double omega) const {
+    if (identity_) return 1;
+    const std::complex<double> z1 = std::polar(1.0, -omega), z2 = z1 * z1;  // z^-1, z^-2
+    double gain = 1;
+    for (const Biquad& f : section_) gain *= std::norm((f.b0 + f.b1 * z1 + f.b2 * z2) / (1.0 + f.a1 * z1 + f.a2 * z2));
+    return gain * gain;  // forward, then backward
 }
 
 void ZeroPhaseLowpass::apply(double* x, std::size_t n) const {

@@ -29,6 +29,7 @@
 #include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/regularization.hpp"
+#include "gprfwi/wavelet.hpp"
 #include "gprfwi/wavelet_estimation.hpp"
 #include "parallel/parallel_arrays.hpp"
 #include "inversion/petsc_memory.hpp"
@@ -387,8 +388,8 @@ private:
 
 }  // namespace
 
-FwiObjective::FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind)
-    : runner_(runner), observed_(std::move(observed)), kind_(kind) {}
+FwiObjective::FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind, double water_level)
+    : runner_(runner), observed_(std::move(observed)), kind_(kind), water_level_(water_level) {}
 
 const BandLimitedMisfit& FwiObjective::band_misfit(CachedMisfit& cache, MisfitKind kind, double cutoff_hz) {
     if (!cache.misfit || cache.kind != kind || cache.cutoff_hz != cutoff_hz) {
@@ -401,11 +402,52 @@ const BandLimitedMisfit& FwiObjective::band_misfit(CachedMisfit& cache, MisfitKi
     return *cache.misfit;
 }
 
+WaveletProjection& FwiObjective::projection(double cutoff_hz) {
+    if (!projection_ || projection_cutoff_hz_ != cutoff_hz) {
+        parallel::collectively([&] {
+            // the filter's lags: one period of the stage's wavelet either way
+            const Survey& survey = runner_.survey();
+            const double f = dominant_frequency(survey.shots.front().wavelet, survey.dt);
+            const int lags = std::clamp(static_cast<int>(std::lround(1 / (f * survey.dt))), 0, survey.nt - 1);
+            projection_ = std::make_unique<WaveletProjection>(kind_, runner_.shots(), observed_, survey.nt, cutoff_hz,
+                                                              survey.dt, water_level_, lags);
+        });
+        projection_cutoff_hz_ = cutoff_hz;
+    }
+    return *projection_;
+}
+
+WaveletProjection& FwiObjective::fitted_projection(const Model& model, const StageSpec& stage) {
+    const Traces synthetic = runner_.forward(model);
+    WaveletProjection& p = projection(stage.max_frequency_hz);
+    p.fit(synthetic);
+    spdlog::debug("wavelet projected out: the filter's gain {:.4g}", p.gain());
+    return p;
+}
+
+std::vector<double> InversionObjective::projected_wavelet(const Model&, const StageSpec&) { return {}; }
+
+std::vector<double> FwiObjective::projected_wavelet(const Model& model, const StageSpec& stage) {
+    if (!stage.project_wavelet) return {};
+    return fitted_projection(model, stage).filtered(runner_.survey().shots.front().wavelet);
+}
+
 double FwiObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind) {
     const MisfitKind k = kind.value_or(kind_);
-    const BandLimitedMisfit& m = band_misfit(k == kind_ ? own_ : other_, k, stage.max_frequency_hz);
     const Traces synthetic = runner_.forward(model);
     double j = 0;
+    if (stage.project_wavelet && k == kind_) {
+        WaveletProjection& p = projection(stage.max_frequency_hz);
+        p.fit(synthetic);
+        parallel::collectively([&] {
+            for (std::size_t i = 0; i < synthetic.size(); ++i) {
+                ShotTraces adjoint;  // (unused here)
+                j += p.evaluate(runner_.shots()[i], synthetic[i], adjoint);
+            }
+        });
+        return parallel::sum(j) + p.regularization();
+    }
+    const BandLimitedMisfit& m = band_misfit(k == kind_ ? own_ : other_, k, stage.max_frequency_hz);
     parallel::collectively([&] {
         for (std::size_t i = 0; i < synthetic.size(); ++i) {
             ShotTraces adjoint = synthetic[i];  // (the misfit writes its adjoint source; unused here)
@@ -421,6 +463,14 @@ double InversionObjective::misfit(const Model& model, const StageSpec& stage, st
 }
 
 double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
+    if (stage.project_wavelet) {  // Phi(m) = min_F J(F s(m)) + its term of F; dPhi/dm at the F that fits
+        WaveletProjection& p = fitted_projection(model, stage);
+        GradientResult g = runner_.gradient(model, p);
+        grad_eps_r = std::move(g.grad_eps_r);
+        grad_sigma = std::move(g.grad_sigma);
+        if (runner_.propagator().options().illumination) last_illumination_ = std::move(g.illumination);
+        return g.misfit + p.regularization();
+    }
     GradientResult g = runner_.gradient(model, band_misfit(own_, kind_, stage.max_frequency_hz));
     grad_eps_r = std::move(g.grad_eps_r);
     grad_sigma = std::move(g.grad_sigma);
@@ -430,7 +480,10 @@ double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2
 
 int FwiObjective::hessian_vector(const Model& model, const StageSpec& stage, const Array2D& v_eps_r,
                                  const Array2D& v_sigma, HessianKind kind, Array2D& hv_eps_r, Array2D& hv_sigma) {
-    HessianResult h = runner_.hessian(model, band_misfit(own_, kind_, stage.max_frequency_hz), {v_eps_r, v_sigma}, kind);
+    // with the wavelet projected out: the Hessian at the filter the evaluation at this model fitted (F held)
+    const ShotMisfit& misfit = stage.project_wavelet && projection_ ? static_cast<const ShotMisfit&>(*projection_)
+                                                                    : band_misfit(own_, kind_, stage.max_frequency_hz);
+    HessianResult h = runner_.hessian(model, misfit, {v_eps_r, v_sigma}, kind);
     hv_eps_r = std::move(h.hv_eps_r);
     hv_sigma = std::move(h.hv_sigma);
     // the Born run (and the background's forward unless its levels were kept), the adjoint (two for full products)
@@ -506,6 +559,7 @@ void FwiObjective::set_wavelet(const std::vector<double>& wavelet) {
     runner_.set_wavelet(wavelet);
     own_.misfit.reset();  // nothing cached depends on it, but keep the state simple
     other_.misfit.reset();
+    projection_.reset();  // its lags and its water level's scale follow the wavelet
 }
 
 void install_stop_signal_handlers() {
@@ -555,6 +609,24 @@ void prepare_wavelet(const InversionSpec& spec, InversionObjective& objective, c
     for (double v : w) peak = std::max(peak, std::abs(v));
     spdlog::info("stage {}: estimated the source wavelet (water level {}), peak {:.4g} A; wrote {}", stage.name,
                  spec.wavelet_water_level, peak, file);
+}
+
+/// After a stage that projects the wavelet out: the wavelet that fits its
+/// model best, written (rank 0) beside the stage's estimate.
+void write_projected_wavelet(InversionObjective& objective, const Model& model, const StageSpec& stage, int k,
+                             const std::string& out_dir, const std::string& config) {
+    const std::vector<double> w = objective.projected_wavelet(model, stage);
+    const std::string file = wavelet_file(out_dir, k, stage.name + "_projected");
+    parallel::collectively([&] {
+        if (!parallel::is_root()) return;
+        write_vector_h5(file, "wavelet", w, objective.wavelet_dt(),
+                        "wavelet: source current in A at t = (n + 1/2) dt, the stage's wavelet filtered by the projection "
+                        "that fits its final model; dt: s", config);
+    });
+    double peak = 0;
+    for (double v : w) peak = std::max(peak, std::abs(v));
+    spdlog::info("stage {}: the wavelet that fits its model (projected out at every evaluation), peak {:.4g} A; wrote {}",
+                 stage.name, peak, file);
 }
 
 /// The background scan before the first stage (InversionSpec::scan):
@@ -694,6 +766,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             if (parallel::is_root()) writer.wait();
         });
         seconds = run.campaign_seconds();
+        if (stage.project_wavelet && !run.stopped_by_signal())
+            write_projected_wavelet(objective, result.model, stage, k, out_dir, config_text);
         if (run.stopped_by_signal())
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));

@@ -20,7 +20,7 @@ double StageObjective::evaluate(const Model& m, Array2D* illumination) {
                           : objective_.evaluate(m, stage_, ge_, gs_);
     }
     ++evaluations_;
-    propagations_ += 2;  // the forward and the adjoint
+    propagations_ += objective_.evaluation_propagations(stage_);
     copy_parallel(m.eps_r, eps_r_);
     copy_parallel(m.sigma, sigma_);
     valid_ = true;

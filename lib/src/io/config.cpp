@@ -566,7 +566,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model", "estimate_wavelet", "scan", "method", "newton", "max_propagations"});
+                   "true_model", "estimate_wavelet", "wavelet_projection", "scan", "method", "newton", "max_propagations"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -695,6 +695,25 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     if (inv["estimate_wavelet"] && r.boolean(inv["estimate_wavelet"], p + ".estimate_wavelet"))
         for (std::size_t i = 0; i < s.stages.size(); ++i)
             if (!(stages && stages.IsSequence() && stages[i]["estimate_wavelet"])) s.stages[i].estimate_wavelet = true;
+    // the wavelet projected out of the misfit at every evaluation: where it is estimated (auto), always, or never
+    const bool quadratic = s.misfit == MisfitKind::l2 || s.misfit == MisfitKind::relative;
+    const YAML::Node projection = inv["wavelet_projection"];
+    const bool chosen = projection && !is_auto(projection);
+    const bool project = chosen && r.boolean(projection, p + ".wavelet_projection");
+    if (project && !quadratic)
+        r.fail(projection, p + ".wavelet_projection",
+               fmt::format("the {} misfit is not quadratic in the data: projecting the wavelet out needs misfit l2 "
+                           "or relative", to_string(s.misfit)));
+    bool estimated = false;  // by this stage or an earlier one, whose estimate later stages keep
+    for (StageSpec& st : s.stages) {
+        estimated = estimated || st.estimate_wavelet;
+        st.project_wavelet = chosen ? project : estimated && quadratic;
+    }
+    if (!chosen && estimated)
+        s.defaults.push_back(quadratic ? "wavelet_projection auto: the wavelet projected out of the misfit at every "
+                                         "evaluation of the stages that estimate it or keep an estimate"
+                                       : fmt::format("wavelet_projection auto: off (the {} misfit is not quadratic in "
+                                                     "the data)", to_string(s.misfit)));
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
     s.smoothing_m = s.smoothing_sigma_m = -1;
