@@ -11,11 +11,12 @@
 // that f can rescale, shift and reshape the wavelet but not take up the
 // spectral detail of the ground's response), lambda the water level and p
 // the traces' energy in the band (their weighted sum), so that lambda is the
-// share of it at which f's Tikhonov term costs as much as the misfit. The least-squares f solves a small
-// Toeplitz system, and at it dPhi/ds = dJ/ds at fixed f (the projection's
-// derivative drops out), so the gradient is one adjoint run as for a known
-// wavelet: the model no longer trades its mean velocity or attenuation
-// against a wavelet estimated once from a poorer model.
+// share of it at which f's Tikhonov term costs as much as the misfit. The
+// least-squares f solves a small Toeplitz system, and at it dPhi/ds = dJ/ds
+// at fixed f (the projection's derivative drops out), so the gradient is one
+// adjoint run as for a known wavelet: the model no longer trades its mean
+// velocity or attenuation against a wavelet estimated once from a poorer
+// model.
 //
 // The misfit is measured on the traces zero-padded to nfft >= 2 nt, in the
 // frequency domain (Parseval), so that the f found is its exact minimiser:
@@ -72,7 +73,6 @@ private:
     /// d^2 J/ds^2 or dJ/ds: nt samples of (w / nfft) c2r(A^2 conj(F) Y).
     void back_to_time(const std::vector<std::complex<double>>& y, double weight, double* out) const;
 
-    MisfitKind kind_;
     std::vector<std::size_t> shots_;
     Traces observed_;
     int nt_ = 0, nfft_ = 0, max_lag_ = 0;

@@ -46,11 +46,11 @@ void solve_positive_definite(std::vector<double>& m, std::vector<double>& b, int
 
 WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> shots, Traces observed, int nt,
                                      double cutoff_hz, double dt, double water_level, int max_lag)
-    : kind_(kind), shots_(std::move(shots)), observed_(std::move(observed)), nt_(nt), max_lag_(max_lag),
+    : shots_(std::move(shots)), observed_(std::move(observed)), nt_(nt), max_lag_(max_lag),
       water_level_(water_level) {
-    if (kind_ != MisfitKind::l2 && kind_ != MisfitKind::relative)
+    if (kind != MisfitKind::l2 && kind != MisfitKind::relative)
         throw InvalidArgument(fmt::format("the {} misfit is not quadratic in the data: projecting the wavelet out needs "
-                                          "misfit l2 or relative", to_string(kind_)));
+                                          "misfit l2 or relative", to_string(kind)));
     if (shots_.size() != observed_.size())
         throw SizeMismatch(fmt::format("WaveletProjection: {} shots but {} observed gathers", shots_.size(), observed_.size()));
     if (!(water_level_ > 0)) throw InvalidArgument("WaveletProjection: the water level must be > 0");
@@ -78,7 +78,7 @@ WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> s
         }
         for (std::size_t r = 0; r < energy.size(); ++r) {
             const double oo = std::max(energy[r], kRelativeEnergyFloor * mean);
-            w[r] = kind_ == MisfitKind::l2 ? 1.0 : oo > 0 ? 1 / oo : 0.0;
+            w[r] = kind == MisfitKind::l2 ? 1.0 : oo > 0 ? 1 / oo : 0.0;
         }
         weight_.push_back(std::move(w));
     }
