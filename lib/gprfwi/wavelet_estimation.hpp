@@ -15,10 +15,14 @@ class WaveletEstimator {
 public:
     /// Traces and wavelets of nt samples (zero-padded to a power of two >= 2 nt).
     explicit WaveletEstimator(int nt);
-    /// Adds one synthetic trace (computed with the current wavelet) and its observed trace.
-    void add(const double* synthetic, const double* observed);
-    /// The accumulated sums as one flat array, so that MPI can add them up.
+    /// Adds one synthetic trace (computed with the current wavelet) and its
+    /// observed trace, their products times `weight`.
+    void add(const double* synthetic, const double* observed, double weight = 1.0);
+    /// The accumulated sums as one flat array, so that MPI can add them up:
+    /// per frequency bin f (nfft / 2 + 1 of them) Re and Im of sum conj(S) O
+    /// at 2 f and 2 f + 1, then sum |S|^2 at 2 (nfft / 2 + 1) + f.
     std::vector<double>& sums() { return sums_; }
+    int nfft() const { return nfft_; }
     /// The estimated wavelet, nt samples.
     std::vector<double> estimate(const std::vector<double>& current, double water_level) const;
 

@@ -9,6 +9,7 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/fft.hpp"
 #include "gprfwi/parallel.hpp"
+#include "gprfwi/wavelet_estimation.hpp"
 
 namespace gprfwi {
 
@@ -60,7 +61,7 @@ WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> s
     for (const ShotTraces& t : observed_)
         if (t.nt() != nt_)
             throw SizeMismatch(fmt::format("WaveletProjection: an observed gather has {} samples, not {}", t.nt(), nt_));
-    nfft_ = fft_length(2 * nt_);  // (the same on every rank, whose sums fit() adds up)
+    nfft_ = fft_length(2 * nt_);  // (WaveletEstimator's, whose sums fit() adds up over the ranks)
     const std::size_t nf = static_cast<std::size_t>(nfft_ / 2 + 1);
     const ZeroPhaseLowpass lowpass(cutoff_hz, dt);
     power_.resize(nf);
@@ -95,8 +96,7 @@ std::size_t WaveletProjection::index(std::size_t shot) const {
 
 void WaveletProjection::fit(const Traces& synthetic) {
     const std::size_t nf = filter_.size();
-    // per bin: Re and Im of sum w conj(S) O, sum w |S|^2
-    std::vector<double> sums(3 * nf, 0.0);
+    WaveletEstimator sums(nt_);  // the weighted sums of conj(S) O and |S|^2 per bin, over every rank's traces
     std::exception_ptr failure;
     try {
         if (synthetic.size() != observed_.size())
@@ -108,29 +108,21 @@ void WaveletProjection::fit(const Traces& synthetic) {
                 throw SizeMismatch(fmt::format("wavelet projection: synthetic shot {} is [{}][{}], observed [{}][{}]",
                                                shots_[i], synthetic[i].n_receivers(), synthetic[i].nt(),
                                                o.n_receivers(), nt_));
-            for (int r = 0; r < o.n_receivers(); ++r) {
-                const double w = weight_[i][static_cast<std::size_t>(r)];
-                const auto S = real_spectrum(synthetic[i].receiver(r), nt_, nfft_);
-                const auto O = real_spectrum(o.receiver(r), nt_, nfft_);
-                for (std::size_t k = 0; k < nf; ++k) {
-                    const std::complex<double> c = w * std::conj(S[k]) * O[k];
-                    sums[k] += c.real();
-                    sums[nf + k] += c.imag();
-                    sums[2 * nf + k] += w * std::norm(S[k]);
-                }
-            }
+            for (int r = 0; r < o.n_receivers(); ++r)
+                sums.add(synthetic[i].receiver(r), o.receiver(r), weight_[i][static_cast<std::size_t>(r)]);
         }
     } catch (...) {
         failure = std::current_exception();
     }
     parallel::agree(failure);  // every rank sums, or every rank throws
-    parallel::sum(sums.data(), sums.size());
+    parallel::sum(sums.sums().data(), sums.sums().size());
     // the band's weighted cross- and auto-correlations of S and O, c_X[l] = (1/nfft) sum over the full spectrum of
     // A^2 X e^{i w l}: the normal equations of the filter's lags are sum_l' c_D[l - l'] f_l' + lambda' f_l = c_N[l]
     std::vector<std::complex<double>> cross(nf), power(nf);
+    const std::vector<double>& sum = sums.sums();
     for (std::size_t k = 0; k < nf; ++k) {
-        cross[k] = power_[k] * std::complex<double>(sums[k], sums[nf + k]);
-        power[k] = power_[k] * sums[2 * nf + k];
+        cross[k] = power_[k] * std::complex<double>(sum[2 * k], sum[2 * k + 1]);
+        power[k] = power_[k] * sum[2 * nf + k];
     }
     const std::vector<double> c_n = real_signal(cross, nfft_), c_d = real_signal(power, nfft_);
     // p: the traces' energy in the band, c_D[0], at the first fit and then held, so that the term of f does not

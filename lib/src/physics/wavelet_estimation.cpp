@@ -17,14 +17,14 @@ std::vector<std::complex<double>> WaveletEstimator::spectrum(const double* x) co
     return real_spectrum(x, nt_, nfft_);
 }
 
-void WaveletEstimator::add(const double* synthetic, const double* observed) {
+void WaveletEstimator::add(const double* synthetic, const double* observed, double weight) {
     const auto s = spectrum(synthetic), o = spectrum(observed);
     const std::size_t nf = s.size();
     for (std::size_t f = 0; f < nf; ++f) {
-        const std::complex<double> c = std::conj(s[f]) * o[f];
+        const std::complex<double> c = weight * std::conj(s[f]) * o[f];
         sums_[2 * f] += c.real();
         sums_[2 * f + 1] += c.imag();
-        sums_[2 * nf + f] += std::norm(s[f]);
+        sums_[2 * nf + f] += weight * std::norm(s[f]);
     }
 }
 
