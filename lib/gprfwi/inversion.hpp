@@ -306,8 +306,8 @@ private:
 
     /// The projection of the stage's band, built anew (collectively) for another band.
     WaveletProjection& projection(double cutoff_hz);
-    /// The projection fitted at `model` (a forward run; collective).
-    WaveletProjection& fitted_projection(const Model& model, const StageSpec& stage);
+    /// The stage's projection fitted to `synthetic` (this rank's traces; collective).
+    WaveletProjection& fitted_projection(const Traces& synthetic, const StageSpec& stage);
 
     MisfitKind kind_;
     CachedMisfit own_, other_;  // the campaign's kind; misfit() in another

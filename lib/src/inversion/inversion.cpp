@@ -417,8 +417,7 @@ WaveletProjection& FwiObjective::projection(double cutoff_hz) {
     return *projection_;
 }
 
-WaveletProjection& FwiObjective::fitted_projection(const Model& model, const StageSpec& stage) {
-    const Traces synthetic = runner_.forward(model);
+WaveletProjection& FwiObjective::fitted_projection(const Traces& synthetic, const StageSpec& stage) {
     WaveletProjection& p = projection(stage.max_frequency_hz);
     p.fit(synthetic);
     spdlog::debug("wavelet projected out: the filter's gain {:.4g}", p.gain());
@@ -429,32 +428,23 @@ std::vector<double> InversionObjective::projected_wavelet(const Model&, const St
 
 std::vector<double> FwiObjective::projected_wavelet(const Model& model, const StageSpec& stage) {
     if (!stage.project_wavelet) return {};
-    return fitted_projection(model, stage).filtered(runner_.survey().shots.front().wavelet);
+    return fitted_projection(runner_.forward(model), stage).filtered(runner_.survey().shots.front().wavelet);
 }
 
 double FwiObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind) {
     const MisfitKind k = kind.value_or(kind_);
     const Traces synthetic = runner_.forward(model);
+    const WaveletProjection* projected = stage.project_wavelet && k == kind_ ? &fitted_projection(synthetic, stage) : nullptr;
+    const ShotMisfit& m = projected ? static_cast<const ShotMisfit&>(*projected)
+                                    : band_misfit(k == kind_ ? own_ : other_, k, stage.max_frequency_hz);
     double j = 0;
-    if (stage.project_wavelet && k == kind_) {
-        WaveletProjection& p = projection(stage.max_frequency_hz);
-        p.fit(synthetic);
-        parallel::collectively([&] {
-            for (std::size_t i = 0; i < synthetic.size(); ++i) {
-                ShotTraces adjoint;  // (unused here)
-                j += p.evaluate(runner_.shots()[i], synthetic[i], adjoint);
-            }
-        });
-        return parallel::sum(j) + p.regularization();
-    }
-    const BandLimitedMisfit& m = band_misfit(k == kind_ ? own_ : other_, k, stage.max_frequency_hz);
     parallel::collectively([&] {
         for (std::size_t i = 0; i < synthetic.size(); ++i) {
-            ShotTraces adjoint = synthetic[i];  // (the misfit writes its adjoint source; unused here)
+            ShotTraces adjoint;  // (the misfit writes its adjoint source; unused here)
             j += m.evaluate(runner_.shots()[i], synthetic[i], adjoint);
         }
     });
-    return parallel::sum(j);
+    return parallel::sum(j) + (projected ? projected->regularization() : 0.0);
 }
 
 double InversionObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind>) {
@@ -464,7 +454,7 @@ double InversionObjective::misfit(const Model& model, const StageSpec& stage, st
 
 double FwiObjective::evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) {
     if (stage.project_wavelet) {  // Phi(m) = min_F J(F s(m)) + its term of F; dPhi/dm at the F that fits
-        WaveletProjection& p = fitted_projection(model, stage);
+        const WaveletProjection& p = fitted_projection(runner_.forward(model), stage);
         GradientResult g = runner_.gradient(model, p);
         grad_eps_r = std::move(g.grad_eps_r);
         grad_sigma = std::move(g.grad_sigma);
