@@ -11,6 +11,7 @@
 #include "gprfwi/kernels.hpp"
 #include "gprfwi/stencil.hpp"
 #include "gprfwi/storage.hpp"
+#include "common/operators.hpp"
 #include "row_segments.hpp"
 
 namespace gprfwi::kernels::cpu {
@@ -81,16 +82,8 @@ void e_prepare(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
                     T t = cb[ix] * lam[ix];
                     if constexpr (COUPLED) t += dcb[ix] * lam1[ix];
                     T qx = t, qz = -t;
-                    if constexpr (XP) {
-                        const T mx = mu_x[ix] + t;
-                        qx = t * x.inv_kappa_int[ix] + x.a_int[ix] * mx;
-                        mu_x[ix] = x.b_int[ix] * mx;
-                    }
-                    if constexpr (ZP) {
-                        const T mz = mu_z[ix] - t;
-                        qz = -t * z.inv_kappa_int[iz] + z.a_int[iz] * mz;
-                        mu_z[ix] = z.b_int[iz] * mz;
-                    }
+                    if constexpr (XP) qx = cpml_stretch_transpose(t, mu_x[ix], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
+                    if constexpr (ZP) qz = cpml_stretch_transpose(-t, mu_z[ix], z.b_int[iz], z.a_int[iz], z.inv_kappa_int[iz]);
                     q_x[ix] = qx;
                     q_z[ix] = qz;
                     if constexpr (COUPLED) lam[ix] = ca[ix] * lam[ix] + dca[ix] * lam1[ix];
@@ -119,8 +112,6 @@ void second_order_e_prepare(const GridParams<T>& g, const MaterialView<T>& m, co
 template <typename T, int ORDER>
 void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                const CpmlAxis<T>& z, const TmFields<T>& adj, const AdjointScratch<T>& s) {
-    constexpr int H = Stencil<ORDER>::halo;
-    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
@@ -140,26 +131,15 @@ void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
                 for (int ix = ix0; ix < ix1; ++ix) {
                     // lambda_hz -= Dx+[q_x];  lambda_hx -= Dz+[q_z]
-                    T dx = 0, dz = 0;
-                    for (int k = 0; k < H; ++k) {
-                        dx += c[k] * (q_x[ix + k + 1] - q_x[ix - k]);
-                        dz += c[k] * (q_z[ix + (k + 1) * stride] - q_z[ix - k * stride]);
-                    }
-                    lam_hz[ix] -= dx * g.inv_dx;
-                    lam_hx[ix] -= dz * g.inv_dz;
+                    const T dx = forward_difference<T, ORDER>([&](int j) { return q_x[ix + j]; });
+                    const T dz = forward_difference<T, ORDER>([&](int j) { return q_z[ix + j * stride]; });
+                    lam_hz[ix] = adjoint_h_update(lam_hz[ix], dx, g.inv_dx);
+                    lam_hx[ix] = adjoint_h_update(lam_hx[ix], dz, g.inv_dz);
                     const T sx = cq[ix] * lam_hz[ix];
                     const T sz = -cq[ix] * lam_hx[ix];
                     T px = sx, pz = sz;
-                    if constexpr (XP) {
-                        const T mx = mu_x[ix] + sx;
-                        px = sx * x.inv_kappa_half[ix] + x.a_half[ix] * mx;
-                        mu_x[ix] = x.b_half[ix] * mx;
-                    }
-                    if constexpr (ZP) {
-                        const T mz = mu_z[ix] + sz;
-                        pz = sz * z.inv_kappa_half[iz] + z.a_half[iz] * mz;
-                        mu_z[ix] = z.b_half[iz] * mz;
-                    }
+                    if constexpr (XP) px = cpml_stretch_transpose(sx, mu_x[ix], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
+                    if constexpr (ZP) pz = cpml_stretch_transpose(sz, mu_z[ix], z.b_half[iz], z.a_half[iz], z.inv_kappa_half[iz]);
                     p_x[ix] = px;
                     p_z[ix] = pz;
                 }
@@ -170,8 +150,6 @@ void adjoint_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<
 
 template <typename T, int ORDER>
 void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const AdjointScratch<T>& s) {
-    constexpr int H = Stencil<ORDER>::halo;
-    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int shot_i = 0; shot_i < g.n_shots; ++shot_i) {
@@ -183,12 +161,9 @@ void adjoint_e_finish(const GridParams<T>& g, const TmFields<T>& adj, const Adjo
             const T* __restrict p_z = s.p_z + shot + row;
             for (int ix = 0; ix < g.nx; ++ix) {
                 // lambda_ey -= Dx-[p_x] + Dz-[p_z]
-                T dx = 0, dz = 0;
-                for (int k = 0; k < H; ++k) {
-                    dx += c[k] * (p_x[ix + k] - p_x[ix - k - 1]);
-                    dz += c[k] * (p_z[ix + k * stride] - p_z[ix - (k + 1) * stride]);
-                }
-                lam[ix] -= dx * g.inv_dx + dz * g.inv_dz;
+                const T dx = backward_difference<T, ORDER>([&](int j) { return p_x[ix + j]; });
+                const T dz = backward_difference<T, ORDER>([&](int j) { return p_z[ix + j * stride]; });
+                lam[ix] = adjoint_ey_finish(lam[ix], dx, g.inv_dx, dz, g.inv_dz);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 #include "gprfwi/kernels.hpp"
 #include "gprfwi/stencil.hpp"
+#include "common/operators.hpp"
 #include "row_segments.hpp"
 
 namespace gprfwi::kernels::cpu {
@@ -21,8 +22,6 @@ namespace gprfwi::kernels::cpu {
 template <typename T, int ORDER>
 void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f) {
-    constexpr int H = Stencil<ORDER>::halo;
-    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int s = 0; s < g.n_shots; ++s) {
@@ -39,23 +38,14 @@ void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
                 for (int ix = ix0; ix < ix1; ++ix) {
                     // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
-                    T dx = 0, dz = 0;
-                    for (int k = 0; k < H; ++k) {
-                        dx += c[k] * (ey[ix + k + 1] - ey[ix - k]);
-                        dz += c[k] * (ey[ix + (k + 1) * stride] - ey[ix - k * stride]);
-                    }
+                    T dx = forward_difference<T, ORDER>([&](int j) { return ey[ix + j]; });
+                    T dz = forward_difference<T, ORDER>([&](int j) { return ey[ix + j * stride]; });
                     dx *= g.inv_dx;
                     dz *= g.inv_dz;
-                    if constexpr (XP) {
-                        psi_x[ix] = x.b_half[ix] * psi_x[ix] + x.a_half[ix] * dx;
-                        dx = dx * x.inv_kappa_half[ix] + psi_x[ix];
-                    }
-                    if constexpr (ZP) {
-                        psi_z[ix] = z.b_half[iz] * psi_z[ix] + z.a_half[iz] * dz;
-                        dz = dz * z.inv_kappa_half[iz] + psi_z[ix];
-                    }
-                    hx[ix] -= cq[ix] * dz;
-                    hz[ix] += cq[ix] * dx;
+                    if constexpr (XP) dx = cpml_stretch(dx, psi_x[ix], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
+                    if constexpr (ZP) dz = cpml_stretch(dz, psi_z[ix], z.b_half[iz], z.a_half[iz], z.inv_kappa_half[iz]);
+                    hx[ix] = hx_update(hx[ix], cq[ix], dz);
+                    hz[ix] = hz_update(hz[ix], cq[ix], dx);
                 }
             });
         }
@@ -65,8 +55,6 @@ void update_h(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T
 template <typename T, int ORDER>
 void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
               const CpmlAxis<T>& z, const TmFields<T>& f) {
-    constexpr int H = Stencil<ORDER>::halo;
-    static constexpr StencilTable<T, ORDER> c{};
     const int stride = g.stride;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int s = 0; s < g.n_shots; ++s) {
@@ -84,23 +72,13 @@ void update_e(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T
             for_row_segments(x, g.nx, z_pml, [&]<bool XP, bool ZP>(int ix0, int ix1) {
                 for (int ix = ix0; ix < ix1; ++ix) {
                     // Dx-[Hz], Dz-[Hx] onto the Ey nodes
-                    T dx = 0, dz = 0;
-                    for (int k = 0; k < H; ++k) {
-                        dx += c[k] * (hz[ix + k] - hz[ix - k - 1]);
-                        dz += c[k] * (hx[ix + k * stride] - hx[ix - (k + 1) * stride]);
-                    }
+                    T dx = backward_difference<T, ORDER>([&](int j) { return hz[ix + j]; });
+                    T dz = backward_difference<T, ORDER>([&](int j) { return hx[ix + j * stride]; });
                     dx *= g.inv_dx;
                     dz *= g.inv_dz;
-                    if constexpr (XP) {
-                        psi_x[ix] = x.b_int[ix] * psi_x[ix] + x.a_int[ix] * dx;
-                        dx = dx * x.inv_kappa_int[ix] + psi_x[ix];
-                    }
-                    if constexpr (ZP) {
-                        psi_z[ix] = z.b_int[iz] * psi_z[ix] + z.a_int[iz] * dz;
-                        dz = dz * z.inv_kappa_int[iz] + psi_z[ix];
-                    }
-                    // Ey^{n+1} = ca*Ey^n + cb*curlH
-                    ey[ix] = ca[ix] * ey[ix] + cb[ix] * (dx - dz);
+                    if constexpr (XP) dx = cpml_stretch(dx, psi_x[ix], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
+                    if constexpr (ZP) dz = cpml_stretch(dz, psi_z[ix], z.b_int[iz], z.a_int[iz], z.inv_kappa_int[iz]);
+                    ey[ix] = ey_update(ey[ix], ca[ix], cb[ix], dx, dz);
                 }
             });
         }
@@ -120,7 +98,7 @@ void born_scatter(const GridParams<T>& g, const BornScatter<T>& b) {
             const T* __restrict prev = b.ey_prev + shot + row;
             const T* __restrict next = b.ey_next + shot + row;
             T* __restrict d = b.d_ey + shot + row;
-            for (int ix = 0; ix < g.nx; ++ix) d[ix] += dca[ix] * prev[ix] + r[ix] * (next[ix] - ca[ix] * prev[ix]);
+            for (int ix = 0; ix < g.nx; ++ix) d[ix] += born_scattering(dca[ix], r[ix], prev[ix], next[ix], ca[ix]);
         }
     }
 }

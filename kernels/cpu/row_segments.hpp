@@ -1,23 +1,10 @@
 #pragma once
-// Helpers shared by the CPU kernels: the stencil table in the arithmetic
-// type, and the split of a row into CPML strips and the interior, so that the
-// interior loop carries no CPML work and vectorises.
+// Helpers shared by the CPU kernels: the split of a row into CPML strips and
+// the interior, so that the interior loop carries no CPML work and vectorises.
 
 #include "gprfwi/kernels.hpp"
-#include "gprfwi/stencil.hpp"
 
 namespace gprfwi::kernels::cpu {
-
-/// c_{k+1} in the arithmetic type; a constexpr object, so that after the
-/// stencil loop is unrolled its values are constants in the kernel.
-template <typename T, int ORDER>
-struct StencilTable {
-    T v[Stencil<ORDER>::halo];
-    constexpr StencilTable() : v{} {
-        for (int k = 0; k < Stencil<ORDER>::halo; ++k) v[k] = static_cast<T>(Stencil<ORDER>::c(k + 1));
-    }
-    constexpr T operator[](int k) const { return v[k]; }
-};
 
 template <typename T>
 inline bool in_strip(const CpmlAxis<T>& a, int i) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <type_traits>
 
+#include "common/operators.hpp"
 #include "cuda_check.hpp"
 #include "gprfwi/grid.hpp"
 #include "gprfwi/kernels.hpp"
@@ -39,11 +40,6 @@
 namespace gprfwi::kernels::cuda {
 
 namespace {
-
-template <typename T, int ORDER>
-__device__ __forceinline__ T coef(int k) {
-    return static_cast<T>(Stencil<ORDER>::c(k + 1));
-}
 
 template <typename T>
 __device__ __forceinline__ bool in_strip(const CpmlAxis<T>& a, int i, int n) {
@@ -90,6 +86,39 @@ __device__ __forceinline__ void store_pack(U* p, const Pack<U, N>& v, int n) {
 
 /// The values at nodes i - kMaxHalo .. i + N + kMaxHalo of a row, for the
 /// x-stencils, from the packs of N nodes that load(k) returns at node k.
+// Accessors at(j) = F(i + j) for the differences of common/operators.hpp,
+// over the windows the kernels hold in registers or shared memory; the
+// differences' loops are unrolled, so every index is a constant.
+
+/// F(i + j) = w[centre + j]: lanes of a row (or a row in shared memory).
+template <typename T>
+__device__ __forceinline__ auto lanes_at(const T* w, int centre) {
+    return [w, centre](int j) { return w[centre + j]; };
+}
+
+/// F(i + j) = p[j * stride]: rows of a block in shared memory.
+template <typename T>
+__device__ __forceinline__ auto strided_at(const T* p, int stride) {
+    return [p, stride](int j) { return p[j * stride]; };
+}
+
+/// F(i + j) = rows[centre + j].v[lane]: a window of rows in packs.
+template <typename T, int N>
+__device__ __forceinline__ auto rows_at(const Pack<T, N>* rows, int centre, int lane) {
+    return [rows, centre, lane](int j) { return rows[centre + j].v[lane]; };
+}
+
+/// The rows of a node's z difference in two arrays, as the frame kernels
+/// load them: for D+ (PLUS) up[k] = F(i + k + 1) and dn[k] = F(i - k), for
+/// D- up[k] = F(i + k) and dn[k] = F(i - k - 1).
+template <bool PLUS, typename T, int N, int R>
+__device__ __forceinline__ auto split_rows_at(const Pack<T, N> (&up)[R], const Pack<T, N> (&dn)[R], int lane) {
+    return [&up, &dn, lane](int j) {
+        if constexpr (PLUS) return j > 0 ? up[j - 1].v[lane] : dn[-j].v[lane];
+        else return j >= 0 ? up[j].v[lane] : dn[-j - 1].v[lane];
+    };
+}
+
 template <int N, typename T, typename Load>
 __device__ __forceinline__ void gather_window(Load load, std::ptrdiff_t i, T (&w)[N + 2 * kMaxHalo]) {
 #pragma unroll
@@ -540,7 +569,7 @@ template <typename T, int N>
 __device__ __forceinline__ void add_born_scatter(const Pack<T, N>& ca, const Pack<T, N>& dca, const Pack<T, N>& r,
                                                  const Pack<T, N>& prev, const Pack<T, N>& next, Pack<T, N>& d_ey) {
 #pragma unroll
-    for (int j = 0; j < N; ++j) d_ey.v[j] += dca.v[j] * prev.v[j] + r.v[j] * (next.v[j] - ca.v[j] * prev.v[j]);
+    for (int j = 0; j < N; ++j) d_ey.v[j] += born_scattering(dca.v[j], r.v[j], prev.v[j], next.v[j], ca.v[j]);
 }
 
 /// One marching warp of the forward step: in the interior (ZS false), or in
@@ -577,15 +606,10 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         auto c = load_row_cpml<true, ZS>(g, z, w, in.psi_ey_z, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dz = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
+            T dz = forward_difference<T, ORDER>(rows_at(e, R - 1, j));
             dz *= g.inv_dz;
-            if (c.on) {
-                c.psi.v[j] = c.b * c.psi.v[j] + c.a * dz;
-                dz = dz * c.ik + c.psi.v[j];
-            }
-            h.v[j] = old.v[j] - cq.v[j] * dz;
+            if (c.on) dz = cpml_stretch(dz, c.psi.v[j], c.b, c.a, c.ik);
+            h.v[j] = hx_update(old.v[j], cq.v[j], dz);
         }
         if (w.owns(q)) store_pack(out.hx + w.shot + w.at(q), h, N);
         if (c.on && w.owns(q)) store_pack(out.psi_ey_z + w.shot + w.at(q), c.psi, N);
@@ -601,11 +625,9 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         Pack<T, N> hz;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dx = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
+            T dx = forward_difference<T, ORDER>(lanes_at(e, HL * N + j));
             dx *= g.inv_dx;
-            hz.v[j] = hz_old.v[j] + cq.v[j] * dx;
+            hz.v[j] = hz_update(hz_old.v[j], cq.v[j], dx);
         }
         // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
         T h[S::W];
@@ -615,20 +637,12 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
         Pack<Stored, N> kept{};
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dx = 0, dz = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) {
-                dx += coef<T, ORDER>(k) * (h[HL * N + j + k] - h[HL * N + j - k - 1]);
-                dz += coef<T, ORDER>(k) * (hw[R + k].v[j] - hw[R - 1 - k].v[j]);
-            }
+            T dx = backward_difference<T, ORDER>(lanes_at(h, HL * N + j));
+            T dz = backward_difference<T, ORDER>(rows_at(hw, R, j));
             dx *= g.inv_dx;
             dz *= g.inv_dz;
-            if (c.on) {
-                c.psi.v[j] = c.b * c.psi.v[j] + c.a * dz;
-                dz = dz * c.ik + c.psi.v[j];
-            }
-            // Ey^{n+1} = ca*Ey^n + cb*curlH
-            ey.v[j] = ca.v[j] * ey_r.v[j] + cb.v[j] * (dx - dz);
+            if (c.on) dz = cpml_stretch(dz, c.psi.v[j], c.b, c.a, c.ik);
+            ey.v[j] = ey_update(ey_r.v[j], ca.v[j], cb.v[j], dx, dz);
             if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
         }
         if constexpr (BORN) add_born_scatter(ca, w.load(born.dca, r), w.load(born.dcb_over_cb, r),
@@ -690,11 +704,7 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         for (int j = 0; j < N; ++j) {
             const T t = cb.v[j] * lam.v[j];
             v.v[j] = -t;
-            if (c.on) {
-                const T mz = c.psi.v[j] - t;
-                v.v[j] = -t * c.ik + c.a * mz;
-                c.psi.v[j] = c.b * mz;
-            }
+            if (c.on) v.v[j] = cpml_stretch_transpose(-t, c.psi.v[j], c.b, c.a, c.ik);
         }
         if (c.on && w.owns(r)) store_pack(out.psi_hx_z + w.shot + w.at(r), c.psi, N);
         return v;
@@ -708,17 +718,11 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         auto c = load_row_cpml<true, ZS>(g, z, w, in.psi_ey_z, q);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dz = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (qz[R + k].v[j] - qz[R - 1 - k].v[j]);
-            lhx.v[j] = old.v[j] - dz * g.inv_dz;
+            const T dz = forward_difference<T, ORDER>(rows_at(qz, R - 1, j));
+            lhx.v[j] = adjoint_h_update(old.v[j], dz, g.inv_dz);
             const T sz = -cq.v[j] * lhx.v[j];
             pz.v[j] = sz;
-            if (c.on) {
-                const T mz = c.psi.v[j] + sz;
-                pz.v[j] = sz * c.ik + c.a * mz;
-                c.psi.v[j] = c.b * mz;
-            }
+            if (c.on) pz.v[j] = cpml_stretch_transpose(sz, c.psi.v[j], c.b, c.a, c.ik);
         }
         if (w.owns(q)) store_pack(out.hx + w.shot + w.at(q), lhx, N);
         if (c.on && w.owns(q)) store_pack(out.psi_ey_z + w.shot + w.at(q), c.psi, N);
@@ -743,10 +747,8 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         Pack<T, N> lhz, px;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dx = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (q[HL * N + j + k + 1] - q[HL * N + j - k]);
-            lhz.v[j] = hz_old.v[j] - dx * g.inv_dx;
+            const T dx = forward_difference<T, ORDER>(lanes_at(q, HL * N + j));
+            lhz.v[j] = adjoint_h_update(hz_old.v[j], dx, g.inv_dx);
             px.v[j] = cq.v[j] * lhz.v[j];
         }
         // lambda_ey at row r: ca * lambda_ey - (Dx-[p_x] + Dz-[p_z])
@@ -755,14 +757,9 @@ __device__ __forceinline__ void adjoint_marching_warp(const GridParams<T>& g, co
         Pack<T, N> ey;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dx = 0, dz = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) {
-                dx += coef<T, ORDER>(k) * (p[HL * N + j + k] - p[HL * N + j - k - 1]);
-                dz += coef<T, ORDER>(k) * (pw[R + k].v[j] - pw[R - 1 - k].v[j]);
-            }
-            const T lam1 = ca.v[j] * lam.v[j];
-            ey.v[j] = lam1 - (dx * g.inv_dx + dz * g.inv_dz);
+            const T dx = backward_difference<T, ORDER>(lanes_at(p, HL * N + j));
+            const T dz = backward_difference<T, ORDER>(rows_at(pw, R, j));
+            ey.v[j] = adjoint_ey_finish(ca.v[j] * lam.v[j], dx, g.inv_dx, dz, g.inv_dz);
         }
         if (w.owner) {
             const std::size_t o = w.shot + w.at(r);
@@ -920,27 +917,15 @@ __device__ __forceinline__ void frame_h_pack(const GridParams<T>& g, const Mater
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // Dx+[Ey], Dz+[Ey] onto the Hz and Hx nodes
-        T dx = 0, dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (e[H + j + k + 1] - e[H + j - k]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
-        }
+        T dx = forward_difference<T, ORDER>(lanes_at(e, H + j));
+        T dz = forward_difference<T, ORDER>(split_rows_at<true>(up, dn, j));
         dx *= g.inv_dx;
         dz *= g.inv_dz;
         const int ix = ix0 + j;
-        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
-            px.v[j] = psi;
-            dx = dx * xc.ik.v[j] + psi;
-        }
-        if (zp) {
-            const T psi = zb * pz.v[j] + za * dz;
-            pz.v[j] = psi;
-            dz = dz * zk + psi;
-        }
-        hx.v[j] = hx.v[j] - cq.v[j] * dz;
-        hz.v[j] = hz.v[j] + cq.v[j] * dx;
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) dx = cpml_stretch(dx, px.v[j], xc.b.v[j], xc.a.v[j], xc.ik.v[j]);
+        if (zp) dz = cpml_stretch(dz, pz.v[j], zb, za, zk);
+        hx.v[j] = hx_update(hx.v[j], cq.v[j], dz);
+        hz.v[j] = hz_update(hz.v[j], cq.v[j], dx);
     }
     const int n = g.nx - ix0;
     store_pack(out.hx + o, hx, n);
@@ -1100,27 +1085,14 @@ __device__ __forceinline__ void frame_e_block(const GridParams<T>& g, const Mate
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // Dx-[Hz], Dz-[Hx] onto the Ey nodes
-        T dx = 0, dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (h[H + j + k] - h[H + j - k - 1]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
-        }
+        T dx = backward_difference<T, ORDER>(lanes_at(h, H + j));
+        T dz = backward_difference<T, ORDER>(split_rows_at<false>(up, dn, j));
         dx *= g.inv_dx;
         dz *= g.inv_dz;
         const int ix = ix0 + j;
-        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T psi = xc.b.v[j] * px.v[j] + xc.a.v[j] * dx;
-            px.v[j] = psi;
-            dx = dx * xc.ik.v[j] + psi;
-        }
-        if (zp) {
-            const T psi = zb * pz.v[j] + za * dz;
-            pz.v[j] = psi;
-            dz = dz * zk + psi;
-        }
-        // Ey^{n+1} = ca*Ey^n + cb*curlH
-        ey.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) dx = cpml_stretch(dx, px.v[j], xc.b.v[j], xc.a.v[j], xc.ik.v[j]);
+        if (zp) dz = cpml_stretch(dz, pz.v[j], zb, za, zk);
+        ey.v[j] = ey_update(ey.v[j], ca.v[j], cb.v[j], dx, dz);
         if (keep && !SPLIT) kept.v[j] = store_as<Stored>(ey.v[j]);
     }
     if constexpr (BORN)
@@ -1257,11 +1229,9 @@ __device__ __forceinline__ Pack<T, N> plain_hx(const GridParams<T>& g, const Pac
     Pack<T, N> h;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-        T dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) dz += coef<T, ORDER>(k) * (e[R + k].v[j] - e[R - 1 - k].v[j]);
+        T dz = forward_difference<T, ORDER>(rows_at(e, R - 1, j));
         dz *= g.inv_dz;
-        h.v[j] = old.v[j] - cq.v[j] * dz;
+        h.v[j] = hx_update(old.v[j], cq.v[j], dz);
     }
     return h;
 }
@@ -1277,11 +1247,9 @@ __device__ __forceinline__ Pack<T, N> plain_hz(const GridParams<T>& g, const Pac
     Pack<T, N> h;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-        T dx = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (e[HL * N + j + k + 1] - e[HL * N + j - k]);
+        T dx = forward_difference<T, ORDER>(lanes_at(e, HL * N + j));
         dx *= g.inv_dx;
-        h.v[j] = old.v[j] + cq.v[j] * dx;
+        h.v[j] = hz_update(old.v[j], cq.v[j], dx);
     }
     return h;
 }
@@ -1297,15 +1265,11 @@ __device__ __forceinline__ Pack<T, N> plain_ey(const GridParams<T>& g, const Pac
     Pack<T, N> e;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-        T dx = 0, dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (h[HL * N + j + k] - h[HL * N + j - k - 1]);
-            dz += coef<T, ORDER>(k) * (hx[R + k].v[j] - hx[R - 1 - k].v[j]);
-        }
+        T dx = backward_difference<T, ORDER>(lanes_at(h, HL * N + j));
+        T dz = backward_difference<T, ORDER>(rows_at(hx, R, j));
         dx *= g.inv_dx;
         dz *= g.inv_dz;
-        e.v[j] = ca.v[j] * ey.v[j] + cb.v[j] * (dx - dz);
+        e.v[j] = ey_update(ey.v[j], ca.v[j], cb.v[j], dx, dz);
     }
     return e;
 }
@@ -1648,16 +1612,9 @@ __device__ __forceinline__ void adjoint_e_prepare_pack(const GridParams<T>& g, c
         qx.v[j] = t;
         qz.v[j] = -t;
         const int ix = ix0 + j;
-        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = mxp.v[j] + t;
-            qx.v[j] = t * xc.ik.v[j] + xc.a.v[j] * mx;
-            mxp.v[j] = xc.b.v[j] * mx;
-        }
-        if (zp) {
-            const T mz = pz.v[j] - t;
-            qz.v[j] = -t * zk + za * mz;
-            pz.v[j] = zb * mz;
-        }
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx))
+            qx.v[j] = cpml_stretch_transpose(t, mxp.v[j], xc.b.v[j], xc.a.v[j], xc.ik.v[j]);
+        if (zp) qz.v[j] = cpml_stretch_transpose(-t, pz.v[j], zb, za, zk);
         if constexpr (COUPLED) lam.v[j] = ca.v[j] * lam.v[j] + dca.v[j] * lam1.v[j];
         else lam.v[j] = ca.v[j] * lam.v[j];
     }
@@ -1693,29 +1650,18 @@ __device__ __forceinline__ void adjoint_h_pack(const GridParams<T>& g, const Mat
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // lambda_hz -= Dx+[q_x];  lambda_hx -= Dz+[q_z]
-        T dx = 0, dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (q[H + j + k + 1] - q[H + j - k]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
-        }
-        lhz.v[j] = lhz.v[j] - dx * g.inv_dx;
-        lhx.v[j] = lhx.v[j] - dz * g.inv_dz;
+        const T dx = forward_difference<T, ORDER>(lanes_at(q, H + j));
+        const T dz = forward_difference<T, ORDER>(split_rows_at<true>(up, dn, j));
+        lhz.v[j] = adjoint_h_update(lhz.v[j], dx, g.inv_dx);
+        lhx.v[j] = adjoint_h_update(lhx.v[j], dz, g.inv_dz);
         const T sx = cq.v[j] * lhz.v[j];
         const T sz = -cq.v[j] * lhx.v[j];
         px.v[j] = sx;
         pz.v[j] = sz;
         const int ix = ix0 + j;
-        if (xp && ix < g.nx && in_strip(x, ix, g.nx)) {
-            const T mx = mxp.v[j] + sx;
-            px.v[j] = sx * xc.ik.v[j] + xc.a.v[j] * mx;
-            mxp.v[j] = xc.b.v[j] * mx;
-        }
-        if (zp) {
-            const T mz = pzm.v[j] + sz;
-            pz.v[j] = sz * zk + za * mz;
-            pzm.v[j] = zb * mz;
-        }
+        if (xp && ix < g.nx && in_strip(x, ix, g.nx))
+            px.v[j] = cpml_stretch_transpose(sx, mxp.v[j], xc.b.v[j], xc.a.v[j], xc.ik.v[j]);
+        if (zp) pz.v[j] = cpml_stretch_transpose(sz, pzm.v[j], zb, za, zk);
     }
     if (xp) store_pack(adj.psi_ey_x + o, mxp, n);
     if (frame) {
@@ -1750,13 +1696,9 @@ __device__ __forceinline__ void adjoint_e_finish_pack(const GridParams<T>& g, co
 #pragma unroll
     for (int j = 0; j < N; ++j) {
         // lambda_ey -= Dx-[p_x] + Dz-[p_z]
-        T dx = 0, dz = 0;
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            dx += coef<T, ORDER>(k) * (p[H + j + k] - p[H + j - k - 1]);
-            dz += coef<T, ORDER>(k) * (up[k].v[j] - dn[k].v[j]);
-        }
-        lam.v[j] -= dx * g.inv_dx + dz * g.inv_dz;
+        const T dx = backward_difference<T, ORDER>(lanes_at(p, H + j));
+        const T dz = backward_difference<T, ORDER>(split_rows_at<false>(up, dn, j));
+        lam.v[j] = adjoint_ey_finish(lam.v[j], dx, g.inv_dx, dz, g.inv_dz);
     }
     for (int j = first; j >= 0 && j < sp.op.n_nodes && sp.op.node_shot[j] == shot; ++j) {
         const std::ptrdiff_t k = static_cast<std::ptrdiff_t>(sp.op.node_index[j]) - static_cast<std::ptrdiff_t>(i);
@@ -1843,15 +1785,6 @@ __device__ __forceinline__ void put(T* a, const Pack<T, N>& v) {
     for (int j = 0; j < N; ++j) a[j] = v.v[j];
 }
 
-/// An adjoint CPML term, the CPU's operations: s * ik + a * (mem + s), and
-/// the memory becomes b * (mem + s).
-template <typename T>
-__device__ __forceinline__ T adjoint_cpml(T s, T& mem, T b, T a, T ik) {
-    const T mv = mem + s, term = s * ik + a * mv;
-    mem = b * mv;
-    return term;
-}
-
 /// Tile `tile` of shot `shot`: passes 1-3 of the adjoint step (cpu::
 /// adjoint_e_prepare, adjoint_h, adjoint_e_finish) at its nodes, each node's
 /// operations the CPU's, in the same order. `smem` holds TileShape::values().
@@ -1897,7 +1830,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
                 const T tv = cb.v[j] * lam.v[j];
                 const int ix = c0 + j;
                 qx.v[j] = tv;
-                if (xp && x_cpml(ix)) qx.v[j] = adjoint_cpml(tv, mx.v[j], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
+                if (xp && x_cpml(ix)) qx.v[j] = cpml_stretch_transpose(tv, mx.v[j], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
             }
             if (xp) store_pack(in.psi_hz_x + o, mx, g.nx - c0);
             zero_beyond(qx, c0);
@@ -1919,7 +1852,7 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
             for (int j = 0; j < N; ++j) {
                 const T tv = cb.v[j] * lam.v[j];
                 qz.v[j] = -tv;
-                if (zp) qz.v[j] = adjoint_cpml(-tv, mz.v[j], zb, za, zk);
+                if (zp) qz.v[j] = cpml_stretch_transpose(-tv, mz.v[j], zb, za, zk);
             }
             if (zp && r >= r0 && r < r1) store_pack(out.psi_hx_z + o, mz, g.nx - c0);
             zero_beyond(qz, c0);
@@ -1943,14 +1876,12 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
             const T* q = sq_x + i * qxw + (pp - PH + QH) * N;
 #pragma unroll
             for (int j = 0; j < N; ++j) {
-                T dx = 0;
-#pragma unroll
-                for (int k = 0; k < R; ++k) dx += coef<T, ORDER>(k) * (q[j + k + 1] - q[j - k]);
-                lhz.v[j] = lhz.v[j] - dx * g.inv_dx;
+                const T dx = forward_difference<T, ORDER>(lanes_at(q, j));
+                lhz.v[j] = adjoint_h_update(lhz.v[j], dx, g.inv_dx);
                 const T sx = cq.v[j] * lhz.v[j];
                 const int ix = c0 + j;
                 px.v[j] = sx;
-                if (xp && x_cpml(ix)) px.v[j] = adjoint_cpml(sx, mx.v[j], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
+                if (xp && x_cpml(ix)) px.v[j] = cpml_stretch_transpose(sx, mx.v[j], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
             }
             if (mine) store_pack(out.hz + o, lhz, g.nx - c0);
             if (xp) store_pack(in.psi_ey_x + o, mx, g.nx - c0);
@@ -1973,13 +1904,11 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
             const T* q = sq_z + (k + R - 1) * ow + po * N;  // q_z at row r
 #pragma unroll
             for (int j = 0; j < N; ++j) {
-                T dz = 0;
-#pragma unroll
-                for (int kk = 0; kk < R; ++kk) dz += coef<T, ORDER>(kk) * (q[(kk + 1) * ow + j] - q[-kk * ow + j]);
-                lhx.v[j] = lhx.v[j] - dz * g.inv_dz;
+                const T dz = forward_difference<T, ORDER>(strided_at(q + j, ow));
+                lhx.v[j] = adjoint_h_update(lhx.v[j], dz, g.inv_dz);
                 const T sz = -cq.v[j] * lhx.v[j];
                 pz.v[j] = sz;
-                if (zp) pz.v[j] = adjoint_cpml(sz, mz.v[j], zb, za, zk);
+                if (zp) pz.v[j] = cpml_stretch_transpose(sz, mz.v[j], zb, za, zk);
             }
             if (r >= r0 && r < r1) {
                 store_pack(out.hx + o, lhx, g.nx - c0);
@@ -2002,14 +1931,9 @@ __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const Mater
         Pack<T, N> ey;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-            T dx = 0, dz = 0;
-#pragma unroll
-            for (int k = 0; k < R; ++k) {
-                dx += coef<T, ORDER>(k) * (p[j + k] - p[j - k - 1]);
-                dz += coef<T, ORDER>(k) * (pzr[k * ow + j] - pzr[-(k + 1) * ow + j]);
-            }
-            const T lam1 = ca.v[j] * lam.v[j];
-            ey.v[j] = lam1 - (dx * g.inv_dx + dz * g.inv_dz);
+            const T dx = backward_difference<T, ORDER>(lanes_at(p, j));
+            const T dz = backward_difference<T, ORDER>(strided_at(pzr + j, ow));
+            ey.v[j] = adjoint_ey_finish(ca.v[j] * lam.v[j], dx, g.inv_dx, dz, g.inv_dz);
         }
         store_pack(out.ey + o, ey, g.nx - c0);
     }
