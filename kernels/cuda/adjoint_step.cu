@@ -172,156 +172,199 @@ __device__ __forceinline__ void put(T* a, const Pack<T, N>& v) {
 
 /// Tile `tile` of shot `shot`: passes 1-3 of the adjoint step (cpu::
 /// adjoint_e_prepare, adjoint_h, adjoint_e_finish) at its nodes, each node's
-/// operations the CPU's, in the same order. `smem` holds TileShape::values().
+/// operations the CPU's, in the same order, q and p in shared memory (`smem`,
+/// TileShape::values()): a method a field, the block's threads over its packs.
+template <typename T, int ORDER>
+struct AdjointTile {
+    using S = TileShape<T, ORDER>;
+    static constexpr int N = S::N, R = S::R, PH = S::PH, QH = S::QH;
+    const GridParams<T>& g;
+    const MaterialView<T>& m;
+    const CpmlAxis<T>& x;
+    const CpmlAxis<T>& z;
+    const TmFields<T>& in;
+    const TmFields<T>& out;
+    S shape;
+    int own, TR, qxw, pxw, ow;
+    T *sq_x, *sq_z, *sp_x, *sp_z;
+    int r0, r1, first, end;
+    std::size_t shot_off;
+    int tid, threads;
+
+    __device__ __forceinline__ AdjointTile(const GridParams<T>& g_, const MaterialView<T>& m_, const CpmlAxis<T>& x_,
+                                           const CpmlAxis<T>& z_, const TmFields<T>& in_, const TmFields<T>& out_,
+                                           const StripTiles& tiles, int tile, int shot, T* smem)
+        : g(g_), m(m_), x(x_), z(z_), in(in_), out(out_), shape{tiles.own, tiles.rows} {
+        own = shape.own, TR = shape.rows, qxw = shape.qx_width(), pxw = shape.px_width(), ow = own * N;
+        sq_x = smem;                         // [TR][qxw], column 0 = first - QH*N
+        sq_z = sq_x + TR * qxw;              // [qz_rows][ow], row 0 = r0 - 2R + 1
+        sp_x = sq_z + shape.qz_rows() * ow;  // [TR][pxw], column 0 = first - PH*N
+        sp_z = sp_x + TR * pxw;              // [pz_rows][ow], row 0 = r0 - R
+        const bool right = tile & 1;
+        r0 = (tile >> 1) * TR, r1 = min(r0 + TR, g.nz);
+        first = right ? tiles.right_begin : 0, end = right ? g.nx : tiles.left_end;
+        shot_off = static_cast<std::size_t>(shot) * g.shot_stride;
+        tid = threadIdx.x, threads = blockDim.x;
+    }
+
+    __device__ __forceinline__ std::size_t index(int r, int c) const {
+        return g.origin + static_cast<std::ptrdiff_t>(r) * g.stride + c;
+    }
+    __device__ __forceinline__ bool in_grid(int r, int c0) const { return r >= 0 && r < g.nz && c0 + N > 0 && c0 < g.nx; }
+    __device__ __forceinline__ void zero_beyond(Pack<T, N>& v, int c0) const {
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+            if (c0 + j >= g.nx) v.v[j] = 0;
+    }
+    __device__ __forceinline__ bool x_cpml(int c) const { return c < g.nx && in_strip(x, c, g.nx); }
+
+    /// Pass 1, q_x at the tile's rows and all its packs (the x memory at the strip's nodes).
+    __device__ __forceinline__ void q_x() const {
+        for (int t = tid; t < TR * (own + 2 * QH); t += threads) {
+            const int i = t / (own + 2 * QH), pc = t - i * (own + 2 * QH), r = r0 + i, c0 = first + (pc - QH) * N;
+            if (r >= r1) continue;
+            Pack<T, N> qx{};
+            if (in_grid(r, c0)) {
+                const std::size_t c = index(r, c0), o = c + shot_off;
+                const Pack<T, N> lam = load_pack<N>(in.ey + o), cb = load_pack<N>(m.cb + c);
+                const bool mine = c0 >= first && c0 < end, xp = mine && (x_cpml(c0) || x_cpml(c0 + N - 1));
+                Pack<T, N> mx;
+                if (xp) mx = load_pack<N>(in.psi_hz_x + o);
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    const T tv = cb.v[j] * lam.v[j];
+                    const int ix = c0 + j;
+                    qx.v[j] = tv;
+                    if (xp && x_cpml(ix)) qx.v[j] = cpml_stretch_transpose(tv, mx.v[j], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
+                }
+                if (xp) store_pack(in.psi_hz_x + o, mx, g.nx - c0);
+                zero_beyond(qx, c0);
+            }
+            put<T, N>(sq_x + i * qxw + pc * N, qx);
+        }
+    }
+
+    /// Pass 1, q_z at the strip's packs, rows r0-2R+1 .. r1+2R-2 (the z memory from `in` to `out` at its rows).
+    __device__ __forceinline__ void q_z() const {
+        for (int t = tid; t < shape.qz_rows() * own; t += threads) {
+            const int k = t / own, po = t - k * own, r = r0 - 2 * R + 1 + k, c0 = first + po * N;
+            Pack<T, N> qz{};
+            if (c0 < end && in_grid(r, c0) && r < r1 + 2 * R - 1) {
+                const std::size_t c = index(r, c0), o = c + shot_off;
+                const Pack<T, N> lam = load_pack<N>(in.ey + o), cb = load_pack<N>(m.cb + c);
+                const bool zp = in_strip(z, r, g.nz);
+                Pack<T, N> mz;
+                T zb = 0, za = 0, zk = 0;
+                if (zp) mz = load_pack<N>(in.psi_hx_z + o), zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    const T tv = cb.v[j] * lam.v[j];
+                    qz.v[j] = -tv;
+                    if (zp) qz.v[j] = cpml_stretch_transpose(-tv, mz.v[j], zb, za, zk);
+                }
+                if (zp && r >= r0 && r < r1) store_pack(out.psi_hx_z + o, mz, g.nx - c0);
+                zero_beyond(qz, c0);
+            }
+            put<T, N>(sq_z + k * ow + po * N, qz);
+        }
+    }
+
+    /// Pass 2, lambda_hz and p_x at the tile's rows, the strip's packs and PH more each side (the x memory at the strip's).
+    __device__ __forceinline__ void p_x() const {
+        for (int t = tid; t < TR * (own + 2 * PH); t += threads) {
+            const int i = t / (own + 2 * PH), pp = t - i * (own + 2 * PH), r = r0 + i, c0 = first + (pp - PH) * N;
+            if (r >= r1) continue;
+            Pack<T, N> px{};
+            if (in_grid(r, c0)) {
+                const std::size_t c = index(r, c0), o = c + shot_off;
+                Pack<T, N> lhz = load_pack<N>(in.hz + o);
+                const Pack<T, N> cq = load_pack<N>(m.cq + c);
+                const bool mine = c0 >= first && c0 < end, xp = mine && (x_cpml(c0) || x_cpml(c0 + N - 1));
+                Pack<T, N> mx;
+                if (xp) mx = load_pack<N>(in.psi_ey_x + o);
+                const T* q = sq_x + i * qxw + (pp - PH + QH) * N;
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    const T dx = forward_difference<T, ORDER>(lanes_at(q, j));
+                    lhz.v[j] = adjoint_h_update(lhz.v[j], dx, g.inv_dx);
+                    const T sx = cq.v[j] * lhz.v[j];
+                    const int ix = c0 + j;
+                    px.v[j] = sx;
+                    if (xp && x_cpml(ix)) px.v[j] = cpml_stretch_transpose(sx, mx.v[j], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
+                }
+                if (mine) store_pack(out.hz + o, lhz, g.nx - c0);
+                if (xp) store_pack(in.psi_ey_x + o, mx, g.nx - c0);
+                zero_beyond(px, c0);
+            }
+            put<T, N>(sp_x + i * pxw + pp * N, px);
+        }
+    }
+
+    /// Pass 2, lambda_hx and p_z at the strip's packs, rows r0-R .. r1+R-2 (the z memory from `in` to `out` at its rows).
+    __device__ __forceinline__ void p_z() const {
+        for (int t = tid; t < shape.pz_rows() * own; t += threads) {
+            const int k = t / own, po = t - k * own, r = r0 - R + k, c0 = first + po * N;
+            Pack<T, N> pz{};
+            if (c0 < end && in_grid(r, c0) && r < r1 + R - 1) {
+                const std::size_t c = index(r, c0), o = c + shot_off;
+                Pack<T, N> lhx = load_pack<N>(in.hx + o);
+                const Pack<T, N> cq = load_pack<N>(m.cq + c);
+                const bool zp = in_strip(z, r, g.nz);
+                Pack<T, N> mz;
+                T zb = 0, za = 0, zk = 0;
+                if (zp) mz = load_pack<N>(in.psi_ey_z + o), zb = z.b_half[r], za = z.a_half[r], zk = z.inv_kappa_half[r];
+                const T* q = sq_z + (k + R - 1) * ow + po * N;  // q_z at row r
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    const T dz = forward_difference<T, ORDER>(strided_at(q + j, ow));
+                    lhx.v[j] = adjoint_h_update(lhx.v[j], dz, g.inv_dz);
+                    const T sz = -cq.v[j] * lhx.v[j];
+                    pz.v[j] = sz;
+                    if (zp) pz.v[j] = cpml_stretch_transpose(sz, mz.v[j], zb, za, zk);
+                }
+                if (r >= r0 && r < r1) {
+                    store_pack(out.hx + o, lhx, g.nx - c0);
+                    if (zp) store_pack(out.psi_ey_z + o, mz, g.nx - c0);
+                }
+                zero_beyond(pz, c0);
+            }
+            put<T, N>(sp_z + k * ow + po * N, pz);
+        }
+    }
+
+    /// Pass 3 at the strip's nodes: lambda_ey = ca * lambda_ey - (Dx-[p_x] + Dz-[p_z]).
+    __device__ __forceinline__ void lambda_ey() const {
+        for (int t = tid; t < TR * own; t += threads) {
+            const int i = t / own, po = t - i * own, r = r0 + i, c0 = first + po * N;
+            if (r >= r1 || c0 >= end) continue;
+            const std::size_t c = index(r, c0), o = c + shot_off;
+            const Pack<T, N> lam = load_pack<N>(in.ey + o), ca = load_pack<N>(m.ca + c);
+            const T* p = sp_x + i * pxw + (po + PH) * N;
+            const T* pzr = sp_z + (i + R) * ow + po * N;  // p_z at row r
+            Pack<T, N> ey;
+#pragma unroll
+            for (int j = 0; j < N; ++j) {
+                const T dx = backward_difference<T, ORDER>(lanes_at(p, j));
+                const T dz = backward_difference<T, ORDER>(strided_at(pzr + j, ow));
+                ey.v[j] = adjoint_ey_finish(ca.v[j] * lam.v[j], dx, g.inv_dx, dz, g.inv_dz);
+            }
+            store_pack(out.ey + o, ey, g.nx - c0);
+        }
+    }
+};
+
 template <typename T, int ORDER>
 __device__ __forceinline__ void adjoint_tile(const GridParams<T>& g, const MaterialView<T>& m, const CpmlAxis<T>& x,
                                              const CpmlAxis<T>& z, const TmFields<T>& in, const TmFields<T>& out,
                                              const StripTiles& tiles, int tile, int shot, T* smem) {
-    using S = TileShape<T, ORDER>;
-    constexpr int N = S::N, R = S::R, PH = S::PH, QH = S::QH;
-    const S shape{tiles.own, tiles.rows};
-    const int own = shape.own, TR = shape.rows, qxw = shape.qx_width(), pxw = shape.px_width(), ow = own * N;
-    T* const sq_x = smem;                         // [TR][qxw], column 0 = first - QH*N
-    T* const sq_z = sq_x + TR * qxw;              // [qz_rows][ow], row 0 = r0 - 2R + 1
-    T* const sp_x = sq_z + shape.qz_rows() * ow;  // [TR][pxw], column 0 = first - PH*N
-    T* const sp_z = sp_x + TR * pxw;              // [pz_rows][ow], row 0 = r0 - R
-    const bool right = tile & 1;
-    const int r0 = (tile >> 1) * TR, r1 = min(r0 + TR, g.nz);
-    const int first = right ? tiles.right_begin : 0, end = right ? g.nx : tiles.left_end;
-    const std::size_t shot_off = static_cast<std::size_t>(shot) * g.shot_stride;
-    auto index = [&](int r, int c) { return g.origin + static_cast<std::ptrdiff_t>(r) * g.stride + c; };
-    auto in_grid = [&](int r, int c0) { return r >= 0 && r < g.nz && c0 + N > 0 && c0 < g.nx; };
-    auto zero_beyond = [&](Pack<T, N>& v, int c0) {
-#pragma unroll
-        for (int j = 0; j < N; ++j)
-            if (c0 + j >= g.nx) v.v[j] = 0;
-    };
-    auto x_cpml = [&](int c) { return c < g.nx && in_strip(x, c, g.nx); };
-    const int tid = threadIdx.x, threads = blockDim.x;
-
-    // pass 1, q_x at the tile's rows and all its packs (the x memory at the strip's nodes)
-    for (int t = tid; t < TR * (own + 2 * QH); t += threads) {
-        const int i = t / (own + 2 * QH), pc = t - i * (own + 2 * QH), r = r0 + i, c0 = first + (pc - QH) * N;
-        if (r >= r1) continue;
-        Pack<T, N> qx{};
-        if (in_grid(r, c0)) {
-            const std::size_t c = index(r, c0), o = c + shot_off;
-            const Pack<T, N> lam = load_pack<N>(in.ey + o), cb = load_pack<N>(m.cb + c);
-            const bool mine = c0 >= first && c0 < end, xp = mine && (x_cpml(c0) || x_cpml(c0 + N - 1));
-            Pack<T, N> mx;
-            if (xp) mx = load_pack<N>(in.psi_hz_x + o);
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const T tv = cb.v[j] * lam.v[j];
-                const int ix = c0 + j;
-                qx.v[j] = tv;
-                if (xp && x_cpml(ix)) qx.v[j] = cpml_stretch_transpose(tv, mx.v[j], x.b_int[ix], x.a_int[ix], x.inv_kappa_int[ix]);
-            }
-            if (xp) store_pack(in.psi_hz_x + o, mx, g.nx - c0);
-            zero_beyond(qx, c0);
-        }
-        put<T, N>(sq_x + i * qxw + pc * N, qx);
-    }
-    // pass 1, q_z at the strip's packs, rows r0-2R+1 .. r1+2R-2 (the z memory from `in` to `out` at its rows)
-    for (int t = tid; t < shape.qz_rows() * own; t += threads) {
-        const int k = t / own, po = t - k * own, r = r0 - 2 * R + 1 + k, c0 = first + po * N;
-        Pack<T, N> qz{};
-        if (c0 < end && in_grid(r, c0) && r < r1 + 2 * R - 1) {
-            const std::size_t c = index(r, c0), o = c + shot_off;
-            const Pack<T, N> lam = load_pack<N>(in.ey + o), cb = load_pack<N>(m.cb + c);
-            const bool zp = in_strip(z, r, g.nz);
-            Pack<T, N> mz;
-            T zb = 0, za = 0, zk = 0;
-            if (zp) mz = load_pack<N>(in.psi_hx_z + o), zb = z.b_int[r], za = z.a_int[r], zk = z.inv_kappa_int[r];
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const T tv = cb.v[j] * lam.v[j];
-                qz.v[j] = -tv;
-                if (zp) qz.v[j] = cpml_stretch_transpose(-tv, mz.v[j], zb, za, zk);
-            }
-            if (zp && r >= r0 && r < r1) store_pack(out.psi_hx_z + o, mz, g.nx - c0);
-            zero_beyond(qz, c0);
-        }
-        put<T, N>(sq_z + k * ow + po * N, qz);
-    }
+    const AdjointTile<T, ORDER> t(g, m, x, z, in, out, tiles, tile, shot, smem);
+    t.q_x();
+    t.q_z();
     __syncthreads();
-
-    // pass 2, lambda_hz and p_x at the tile's rows, the strip's packs and PH more each side (x memory at the strip's)
-    for (int t = tid; t < TR * (own + 2 * PH); t += threads) {
-        const int i = t / (own + 2 * PH), pp = t - i * (own + 2 * PH), r = r0 + i, c0 = first + (pp - PH) * N;
-        if (r >= r1) continue;
-        Pack<T, N> px{};
-        if (in_grid(r, c0)) {
-            const std::size_t c = index(r, c0), o = c + shot_off;
-            Pack<T, N> lhz = load_pack<N>(in.hz + o);
-            const Pack<T, N> cq = load_pack<N>(m.cq + c);
-            const bool mine = c0 >= first && c0 < end, xp = mine && (x_cpml(c0) || x_cpml(c0 + N - 1));
-            Pack<T, N> mx;
-            if (xp) mx = load_pack<N>(in.psi_ey_x + o);
-            const T* q = sq_x + i * qxw + (pp - PH + QH) * N;
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const T dx = forward_difference<T, ORDER>(lanes_at(q, j));
-                lhz.v[j] = adjoint_h_update(lhz.v[j], dx, g.inv_dx);
-                const T sx = cq.v[j] * lhz.v[j];
-                const int ix = c0 + j;
-                px.v[j] = sx;
-                if (xp && x_cpml(ix)) px.v[j] = cpml_stretch_transpose(sx, mx.v[j], x.b_half[ix], x.a_half[ix], x.inv_kappa_half[ix]);
-            }
-            if (mine) store_pack(out.hz + o, lhz, g.nx - c0);
-            if (xp) store_pack(in.psi_ey_x + o, mx, g.nx - c0);
-            zero_beyond(px, c0);
-        }
-        put<T, N>(sp_x + i * pxw + pp * N, px);
-    }
-    // pass 2, lambda_hx and p_z at the strip's packs, rows r0-R .. r1+R-2 (the z memory from `in` to `out` at its rows)
-    for (int t = tid; t < shape.pz_rows() * own; t += threads) {
-        const int k = t / own, po = t - k * own, r = r0 - R + k, c0 = first + po * N;
-        Pack<T, N> pz{};
-        if (c0 < end && in_grid(r, c0) && r < r1 + R - 1) {
-            const std::size_t c = index(r, c0), o = c + shot_off;
-            Pack<T, N> lhx = load_pack<N>(in.hx + o);
-            const Pack<T, N> cq = load_pack<N>(m.cq + c);
-            const bool zp = in_strip(z, r, g.nz);
-            Pack<T, N> mz;
-            T zb = 0, za = 0, zk = 0;
-            if (zp) mz = load_pack<N>(in.psi_ey_z + o), zb = z.b_half[r], za = z.a_half[r], zk = z.inv_kappa_half[r];
-            const T* q = sq_z + (k + R - 1) * ow + po * N;  // q_z at row r
-#pragma unroll
-            for (int j = 0; j < N; ++j) {
-                const T dz = forward_difference<T, ORDER>(strided_at(q + j, ow));
-                lhx.v[j] = adjoint_h_update(lhx.v[j], dz, g.inv_dz);
-                const T sz = -cq.v[j] * lhx.v[j];
-                pz.v[j] = sz;
-                if (zp) pz.v[j] = cpml_stretch_transpose(sz, mz.v[j], zb, za, zk);
-            }
-            if (r >= r0 && r < r1) {
-                store_pack(out.hx + o, lhx, g.nx - c0);
-                if (zp) store_pack(out.psi_ey_z + o, mz, g.nx - c0);
-            }
-            zero_beyond(pz, c0);
-        }
-        put<T, N>(sp_z + k * ow + po * N, pz);
-    }
+    t.p_x();
+    t.p_z();
     __syncthreads();
-
-    // pass 3 at the strip's nodes: lambda_ey = ca * lambda_ey - (Dx-[p_x] + Dz-[p_z])
-    for (int t = tid; t < TR * own; t += threads) {
-        const int i = t / own, po = t - i * own, r = r0 + i, c0 = first + po * N;
-        if (r >= r1 || c0 >= end) continue;
-        const std::size_t c = index(r, c0), o = c + shot_off;
-        const Pack<T, N> lam = load_pack<N>(in.ey + o), ca = load_pack<N>(m.ca + c);
-        const T* p = sp_x + i * pxw + (po + PH) * N;
-        const T* pzr = sp_z + (i + R) * ow + po * N;  // p_z at row r
-        Pack<T, N> ey;
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-            const T dx = backward_difference<T, ORDER>(lanes_at(p, j));
-            const T dz = backward_difference<T, ORDER>(strided_at(pzr + j, ow));
-            ey.v[j] = adjoint_ey_finish(ca.v[j] * lam.v[j], dx, g.inv_dx, dz, g.inv_dz);
-        }
-        store_pack(out.ey + o, ey, g.nx - c0);
-    }
+    t.lambda_ey();
 }
 
 // The adjoint step in one launch and a small one: the first has the tiles
