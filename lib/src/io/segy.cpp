@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -206,14 +208,27 @@ void write_segy(const std::string& path, const Survey& survey, const Traces& tra
     });
 }
 
-TraceData read_segy(const std::string& path, const SegyReadOptions& options, bool samples) {
-    if (!std::filesystem::exists(path)) throw InputFileError(fmt::format("{}: no such file", path));
-    const auto file_bytes = std::filesystem::file_size(path);
-    if (file_bytes < static_cast<std::uintmax_t>(kTextSize + kBinarySize))
-        throw InputFileError(fmt::format("{}: {} bytes, shorter than the SEG-Y file headers (3600 bytes)", path, file_bytes));
+namespace {
 
-    // The binary header as stored: byte order, revision and extended interval.
-    std::array<unsigned char, kBinarySize> raw{};
+/// What a SEG-Y file's headers say of its layout.
+struct SegyLayout {
+    std::array<char, kBinarySize> bin{};  // the binary header, as segyio reads it
+    int format = 0;                       // sample format code
+    bool little = false;                  // byte order of the samples and headers
+    int revision = 0;                     // SEG-Y revision (major)
+    double extended_us = 0;               // rev 2's extended sample interval, us
+    long trace0 = 0;                      // byte offset of the first trace header
+    int ns = 0;                           // samples a trace
+    int bsize = 0;                        // bytes of a trace's samples
+    int n_traces = 0;
+};
+
+/// The layout of `path`, opened as `file`, whose sample format it sets:
+/// byte order and format from the binary header's format code, the sample
+/// count (binary header, else the first trace header) and the trace count.
+SegyLayout read_layout(const std::string& path, std::uintmax_t file_bytes, SegyFile& file) {
+    SegyLayout l;
+    std::array<unsigned char, kBinarySize> raw{};  // the binary header as stored
     {
         std::ifstream in(path, std::ios::binary);
         in.seekg(kTextSize);
@@ -222,81 +237,75 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
     }
     const int format_be = get_raw<std::uint16_t>(raw.data() + 24, false);
     const int format_le = get_raw<std::uint16_t>(raw.data() + 24, true);
-    bool little = false;
-    int format = format_be;
+    l.format = format_be;
     if (!supported_format(format_be) && supported_format(format_le)) {
-        little = true;
-        format = format_le;
+        l.little = true;
+        l.format = format_le;
     }
-    if (!supported_format(format))
+    if (!supported_format(l.format))
         throw InputFileError(fmt::format("{}: sample format code {} (binary header bytes 3225-3226) is not one gprfwi reads "
                                 "(1 IBM float, 2 int32, 3 int16, 5 IEEE float, 8 int8)", path, format_be));
+    l.revision = raw[kBinRevisionMajor];
+    l.extended_us = get_raw<double>(raw.data() + kBinExtendedInterval, l.little);
 
-    SegyFile file(path, "rb");
-    check<InputFileError>(segy_set_format(file, format | (little ? SEGY_LSB : SEGY_MSB)), path + ": sample format");
-    std::array<char, kBinarySize> bin{};
-    check<InputFileError>(segy_binheader(file, bin.data()), path + ": cannot read the binary header");
-    const long trace0 = segy_trace0(bin.data());
-    std::array<char, kTraceHeaderSize> h{};
-    int ns = segy_samples(bin.data());
-    if (ns <= 0) {  // some writers leave the binary count empty: the first trace's
+    check<InputFileError>(segy_set_format(file, l.format | (l.little ? SEGY_LSB : SEGY_MSB)), path + ": sample format");
+    check<InputFileError>(segy_binheader(file, l.bin.data()), path + ": cannot read the binary header");
+    l.trace0 = segy_trace0(l.bin.data());
+    l.ns = segy_samples(l.bin.data());
+    if (l.ns <= 0) {  // some writers leave the binary count empty: the first trace's
         std::ifstream in(path, std::ios::binary);
-        in.seekg(trace0 + 114);
+        in.seekg(l.trace0 + 114);
         unsigned char b[2];
         in.read(reinterpret_cast<char*>(b), 2);
-        ns = in ? get_raw<std::uint16_t>(b, little) : 0;
+        l.ns = in ? get_raw<std::uint16_t>(b, l.little) : 0;
     }
-    if (ns <= 0) throw InputFileError(fmt::format("{}: no sample count (binary header 3221-3222, trace header 115-116)", path));
-    const int bsize = segy_trsize(format, ns);
-    int n_traces = 0;
-    const int err = segy_traces(file, &n_traces, trace0, bsize);
+    if (l.ns <= 0) throw InputFileError(fmt::format("{}: no sample count (binary header 3221-3222, trace header 115-116)", path));
+    l.bsize = segy_trsize(l.format, l.ns);
+    const int err = segy_traces(file, &l.n_traces, l.trace0, l.bsize);
     if (err == SEGY_TRACE_SIZE_MISMATCH)
         throw InputFileError(fmt::format("{}: {} bytes after the headers are not a whole number of traces of {} samples "
                                 "(format {}); traces of different lengths are not supported", path,
-                                file_bytes - static_cast<std::uintmax_t>(trace0), ns, format));
+                                file_bytes - static_cast<std::uintmax_t>(l.trace0), l.ns, l.format));
     check<InputFileError>(err, path + ": cannot count the traces");
-    if (n_traces <= 0) throw InputFileError(fmt::format("{}: no traces", path));
+    if (l.n_traces <= 0) throw InputFileError(fmt::format("{}: no traces", path));
+    return l;
+}
 
-    // Sample interval: override, rev 2 extended (us), 16-bit fields.
-    const int revision = raw[kBinRevisionMajor];
-    const double extended_us = get_raw<double>(raw.data() + kBinExtendedInterval, little);
+/// The sample interval, s, and where it came from: the run file's override,
+/// rev 2's extended interval, or the 16-bit fields of the binary header or
+/// the first trace header (`h`) in options.interval_unit_s.
+std::pair<double, std::string> sample_interval(const std::string& path, const SegyLayout& l, const char* h,
+                                               const SegyReadOptions& options) {
+    if (options.sample_interval_s > 0) return {options.sample_interval_s, "as configured"};
+    if (l.revision >= 2 && std::isfinite(l.extended_us) && l.extended_us > 0)
+        return {l.extended_us * 1e-6, "rev 2 extended sample interval"};
     std::int32_t interval = 0;
-    segy_get_bfield(bin.data(), SEGY_BIN_INTERVAL, &interval);
-    check<InputFileError>(segy_traceheader(file, 0, h.data(), trace0, bsize), path + ": cannot read trace header 0");
-    const std::int32_t trace_interval = static_cast<std::uint16_t>(field(h.data(), SEGY_TR_SAMPLE_INTER));
-    std::string interval_source;
-    double dt = 0;
-    if (options.sample_interval_s > 0) {
-        dt = options.sample_interval_s;
-        interval_source = "as configured";
-    } else if (revision >= 2 && std::isfinite(extended_us) && extended_us > 0) {
-        dt = extended_us * 1e-6;
-        interval_source = "rev 2 extended sample interval";
-    } else if (interval > 0 || trace_interval > 0) {
-        dt = static_cast<std::uint16_t>(interval > 0 ? interval : trace_interval) * options.interval_unit_s;
-        interval_source = fmt::format("{} x {:g} s", interval > 0 ? "bytes 3217-3218" : "trace bytes 117-118",
-                                      options.interval_unit_s);
-    } else {
-        throw InputFileError(fmt::format("{}: no sample interval (binary header 3217-3218 and trace header 117-118 are 0); "
-                                "give data.observed.sample_interval", path));
-    }
-    std::int32_t measurement = 0;
-    segy_get_bfield(bin.data(), SEGY_BIN_MEASUREMENT_SYSTEM, &measurement);
-    const double to_metres = measurement == 2 ? 0.3048 : 1.0;
+    segy_get_bfield(l.bin.data(), SEGY_BIN_INTERVAL, &interval);
+    const std::int32_t trace_interval = static_cast<std::uint16_t>(field(h, SEGY_TR_SAMPLE_INTER));
+    if (interval > 0 || trace_interval > 0)
+        return {static_cast<std::uint16_t>(interval > 0 ? interval : trace_interval) * options.interval_unit_s,
+                fmt::format("{} x {:g} s", interval > 0 ? "bytes 3217-3218" : "trace bytes 117-118",
+                            options.interval_unit_s)};
+    throw InputFileError(fmt::format("{}: no sample interval (binary header 3217-3218 and trace header 117-118 are 0); "
+                            "give data.observed.sample_interval", path));
+}
 
-    TraceData out;
-    out.survey.dt = dt;
-    out.survey.nt = ns;
-    out.t0 = field(h.data(), SEGY_TR_DELAY_REC_TIME) * 1e-3;
-    std::vector<char> buffer(static_cast<std::size_t>(bsize));
+/// The shots from the trace headers: a new shot where the field record
+/// changes (or, without record numbers, the source position), its source
+/// and each trace's receiver in metres.
+void read_geometry(const std::string& path, SegyFile& file, const SegyLayout& l, Survey& survey) {
+    std::int32_t measurement = 0;
+    segy_get_bfield(l.bin.data(), SEGY_BIN_MEASUREMENT_SYSTEM, &measurement);
+    const double to_metres = measurement == 2 ? 0.3048 : 1.0;
+    std::array<char, kTraceHeaderSize> h{};
     std::int32_t last_record = 0;
     bool records = false;
-    for (int i = 0; i < n_traces; ++i) {
-        check<InputFileError>(segy_traceheader(file, i, h.data(), trace0, bsize), fmt::format("{}: cannot read trace header {}", path, i));
+    for (int i = 0; i < l.n_traces; ++i) {
+        check<InputFileError>(segy_traceheader(file, i, h.data(), l.trace0, l.bsize), fmt::format("{}: cannot read trace header {}", path, i));
         const int count = static_cast<std::uint16_t>(field(h.data(), SEGY_TR_SAMPLE_COUNT));
-        if (count != 0 && count != ns)
+        if (count != 0 && count != l.ns)
             throw InputFileError(fmt::format("{}: trace {} has {} samples (bytes 115-116), the file {}; traces of different "
-                                    "lengths are not supported", path, i, count, ns));
+                                    "lengths are not supported", path, i, count, l.ns));
         const std::int32_t units = field(h.data(), SEGY_TR_COORD_UNITS);
         if (units == 2 || units == 3)
             throw InputFileError(fmt::format("{}: trace {}: coordinates in {} (bytes 89-90); gprfwi needs lengths: project them first",
@@ -311,7 +320,7 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         if (i == 0) records = record != 0;
         bool new_shot = i == 0;
         if (!new_shot) {
-            const Position& prev = out.survey.shots.back().sources.front().position;
+            const Position& prev = survey.shots.back().sources.front().position;
             new_shot = records ? record != last_record : (source.x != prev.x || source.z != prev.z);
             if (!new_shot && (source.x != prev.x || source.z != prev.z))
                 throw InputFileError(fmt::format("{}: trace {} is in field record {} but its source ({}, {}) m differs from the "
@@ -319,28 +328,30 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
         }
         last_record = record;
         if (new_shot) {
-            out.survey.shots.emplace_back();
-            out.survey.shots.back().sources.push_back({source, 1.0});
+            survey.shots.emplace_back();
+            survey.shots.back().sources.push_back({source, 1.0});
         }
-        out.survey.shots.back().receivers.push_back(receiver);
+        survey.shots.back().receivers.push_back(receiver);
     }
-    out.summary = fmt::format("SEG-Y rev {} {}, format {}, {} traces in {} shots, {} samples of {:.6g} s ({})", revision,
-                              little ? "little-endian" : "big-endian", format, n_traces, out.survey.shots.size(), ns, dt,
-                              interval_source);
-    if (!samples) return out;
+}
 
+/// Every trace's samples as doubles, shot by shot in file order; a
+/// non-finite sample is an error.
+std::vector<ShotTraces> read_samples(const std::string& path, SegyFile& file, const SegyLayout& l, const Survey& survey) {
+    std::vector<ShotTraces> traces;
+    std::vector<char> buffer(static_cast<std::size_t>(l.bsize));
+    const std::size_t bytes = static_cast<std::size_t>(l.bsize / l.ns);
     int index = 0;
-    std::vector<double> values(static_cast<std::size_t>(ns));
-    for (std::size_t s = 0; s < out.survey.shots.size(); ++s) {
-        const int n_rec = static_cast<int>(out.survey.shots[s].receivers.size());
-        ShotTraces& t = out.traces.emplace_back(n_rec, ns);
+    for (const Shot& shot : survey.shots) {
+        const int n_rec = static_cast<int>(shot.receivers.size());
+        ShotTraces& t = traces.emplace_back(n_rec, l.ns);
         for (int r = 0; r < n_rec; ++r, ++index) {
-            check<InputFileError>(segy_readtrace(file, index, buffer.data(), trace0, bsize), fmt::format("{}: cannot read trace {}", path, index));
-            check<InputFileError>(segy_to_native(format, ns, buffer.data()), fmt::format("{}: trace {}: sample conversion", path, index));
+            check<InputFileError>(segy_readtrace(file, index, buffer.data(), l.trace0, l.bsize), fmt::format("{}: cannot read trace {}", path, index));
+            check<InputFileError>(segy_to_native(l.format, l.ns, buffer.data()), fmt::format("{}: trace {}: sample conversion", path, index));
             double* x = t.receiver(r);
-            for (int k = 0; k < ns; ++k) {
-                const char* at = buffer.data() + static_cast<std::size_t>(k) * static_cast<std::size_t>(bsize / ns);
-                switch (format) {
+            for (int k = 0; k < l.ns; ++k) {
+                const char* at = buffer.data() + static_cast<std::size_t>(k) * bytes;
+                switch (l.format) {
                 case 1:
                 case 5: {
                     float v;
@@ -367,6 +378,31 @@ TraceData read_segy(const std::string& path, const SegyReadOptions& options, boo
             }
         }
     }
+    return traces;
+}
+
+}  // namespace
+
+TraceData read_segy(const std::string& path, const SegyReadOptions& options, bool samples) {
+    if (!std::filesystem::exists(path)) throw InputFileError(fmt::format("{}: no such file", path));
+    const auto file_bytes = std::filesystem::file_size(path);
+    if (file_bytes < static_cast<std::uintmax_t>(kTextSize + kBinarySize))
+        throw InputFileError(fmt::format("{}: {} bytes, shorter than the SEG-Y file headers (3600 bytes)", path, file_bytes));
+    SegyFile file(path, "rb");
+    const SegyLayout l = read_layout(path, file_bytes, file);
+    std::array<char, kTraceHeaderSize> h{};
+    check<InputFileError>(segy_traceheader(file, 0, h.data(), l.trace0, l.bsize), path + ": cannot read trace header 0");
+    const auto [dt, interval_source] = sample_interval(path, l, h.data(), options);
+
+    TraceData out;
+    out.survey.dt = dt;
+    out.survey.nt = l.ns;
+    out.t0 = field(h.data(), SEGY_TR_DELAY_REC_TIME) * 1e-3;
+    read_geometry(path, file, l, out.survey);
+    out.summary = fmt::format("SEG-Y rev {} {}, format {}, {} traces in {} shots, {} samples of {:.6g} s ({})", l.revision,
+                              l.little ? "little-endian" : "big-endian", l.format, l.n_traces, out.survey.shots.size(),
+                              l.ns, dt, interval_source);
+    if (samples) out.traces = read_samples(path, file, l, out.survey);
     return out;
 }
 
