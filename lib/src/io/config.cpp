@@ -562,6 +562,153 @@ void read_scan(const YAML::Node& n, const Reader& r, const std::string& path, co
                                                                          : "eps_r"));
 }
 
+/// Stage `i` of a campaign's list (`n`), named uniquely among `earlier`.
+StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p, std::size_t i, const RunConfig& c,
+                     const std::vector<StageSpec>& earlier) {
+    const std::string sp = fmt::format("{}.stages[{}]", p, i);
+    r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
+                  "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method"});
+    StageSpec st;
+    st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
+    if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
+        r.fail(n["name"], sp + ".name", "expected a name without spaces, commas, quotes or slashes");
+    for (std::size_t k = 0; k < earlier.size(); ++k)
+        if (earlier[k].name == st.name) r.fail(n["name"], sp + ".name", fmt::format("'{}' names stage {} too", st.name, k + 1));
+    if (n["max_frequency"]) {
+        st.max_frequency_hz = r.number(n["max_frequency"], sp + ".max_frequency", 0, 1e13, true);
+        if (st.max_frequency_hz >= 0.5 / c.dt_s)
+            r.fail(n["max_frequency"], sp + ".max_frequency", fmt::format("{} Hz is not below the Nyquist frequency {} Hz of time.dt", st.max_frequency_hz, 0.5 / c.dt_s));
+    }
+    const YAML::Node params = r.required(n, sp, "parameters");
+    if (!params.IsSequence() || params.size() == 0) r.fail(params, sp + ".parameters", "expected a list of parameters, from eps_r and sigma");
+    st.invert_eps_r = st.invert_sigma = false;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const std::string name = r.text(params[k], fmt::format("{}.parameters[{}]", sp, k), {"eps_r", "sigma"});
+        bool& flag = name == "eps_r" ? st.invert_eps_r : st.invert_sigma;
+        if (flag) r.fail(params[k], fmt::format("{}.parameters[{}]", sp, k), "'" + name + "' is listed twice");
+        flag = true;
+    }
+    st.iterations = static_cast<int>(r.integer(r.required(n, sp, "iterations"), sp + ".iterations", 1, 100000));
+    if (n["min_relative_decrease"]) st.min_relative_decrease = r.number(n["min_relative_decrease"], sp + ".min_relative_decrease", 0, 1);
+    if (n["decrease_window"]) st.decrease_window = static_cast<int>(r.integer(n["decrease_window"], sp + ".decrease_window", 1, 1000));
+    if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
+    if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
+    if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
+    if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
+    if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
+    if (n["method"])
+        st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
+    return st;
+}
+
+/// The regularisation of eps_r and sigma (`reg`): as given, or total
+/// variation at the automatic weight (sigma's at the share its survey's
+/// sensitivity gives it, worked out at the first calibration).
+void read_inversion_regularization(const YAML::Node& reg, const Reader& r, const std::string& p,
+                                   const AutomaticSettings& automatic, InversionSpec& s) {
+    bool eps_r_regularized = false, sigma_regularized = false;
+    if (reg) {
+        r.map(reg, p + ".regularization", {"eps_r", "sigma"});
+        if (reg["eps_r"] && !is_auto(reg["eps_r"])) {
+            s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
+            eps_r_regularized = true;
+        }
+        if (reg["sigma"] && !is_auto(reg["sigma"])) {
+            s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
+            sigma_regularized = true;
+        }
+    }
+    if (!eps_r_regularized) {
+        s.regularize_eps_r.tv = automatic.total_variation;
+        s.defaults.push_back(fmt::format("regularization.eps_r auto: total variation of eps_r / eps_ref, weight {:.3g} "
+                                         "({} dominant wavelengths over the model's {:.3g} m^2)",
+                                         s.regularize_eps_r.tv, kAutoTotalVariation, automatic.area_m2));
+    }
+    if (!sigma_regularized) {
+        s.regularize_sigma.tv = automatic.total_variation;
+        s.sigma_tv_follows_sensitivity = true;
+        s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
+                                         "dominant wavelengths over the model's {:.3g} m^2) times a share that falls "
+                                         "with the survey's sensitivity to sigma (from the first calibration)",
+                                         s.regularize_sigma.tv, kAutoTotalVariation, automatic.area_m2));
+    }
+}
+
+/// Which stages estimate the wavelet (inversion.estimate_wavelet for every
+/// stage whose own entry in `stages` does not say) and which project it out
+/// of the misfit at every evaluation (`wavelet_projection`: auto where it is
+/// estimated or an estimate is kept, for the quadratic misfits).
+void read_wavelet_choices(const YAML::Node& inv, const YAML::Node& stages, const Reader& r, const std::string& p,
+                          InversionSpec& s) {
+    // every stage that does not say otherwise estimates the wavelet at its start
+    if (inv["estimate_wavelet"] && r.boolean(inv["estimate_wavelet"], p + ".estimate_wavelet"))
+        for (std::size_t i = 0; i < s.stages.size(); ++i)
+            if (!(stages && stages.IsSequence() && stages[i]["estimate_wavelet"])) s.stages[i].estimate_wavelet = true;
+    // the wavelet projected out of the misfit at every evaluation: where it is estimated (auto), always, or never
+    const bool quadratic = s.misfit == MisfitKind::l2 || s.misfit == MisfitKind::relative;
+    const YAML::Node projection = inv["wavelet_projection"];
+    const bool chosen = projection && !is_auto(projection);
+    const bool project = chosen && r.boolean(projection, p + ".wavelet_projection");
+    if (project && !quadratic)
+        r.fail(projection, p + ".wavelet_projection",
+               fmt::format("the {} misfit is not quadratic in the data: projecting the wavelet out needs misfit l2 "
+                           "or relative", to_string(s.misfit)));
+    bool estimated = false;  // by this stage or an earlier one, whose estimate later stages keep
+    for (StageSpec& st : s.stages) {
+        estimated = estimated || st.estimate_wavelet;
+        st.project_wavelet = chosen ? project : estimated && quadratic;
+    }
+    if (!chosen && estimated)
+        s.defaults.push_back(quadratic ? "wavelet_projection auto: the wavelet projected out of the misfit at every "
+                                         "evaluation of the stages that estimate it or keep an estimate"
+                                       : fmt::format("wavelet_projection auto: off (the {} misfit is not quadratic in "
+                                                     "the data)", to_string(s.misfit)));
+}
+
+/// The updates' smoothing (`smoothing`): as given, or the automatic lengths
+/// (with automatic stages, a share of them in the full band's stage).
+void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, const Reader& r, const std::string& p,
+                              const RunConfig& c, const AutomaticSettings& automatic, double wavelength,
+                              InversionSpec& s) {
+    s.smoothing_m = s.smoothing_sigma_m = -1;
+    if (smoothing) read_smoothing(smoothing, r, p + ".smoothing", c.grid, s.smoothing_m, s.smoothing_sigma_m);
+    const std::string full_band =
+        auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
+    if (s.smoothing_m < 0) {
+        s.smoothing_m = automatic.smoothing_eps_r_m;
+        if (auto_stages) s.stages[1].smoothing_m = kAutoFullBandSmoothingShare * s.smoothing_m;
+        s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m{})",
+                                         s.smoothing_m, kAutoSmoothingWavelengths, wavelength, full_band));
+    }
+    if (s.smoothing_sigma_m < 0) {
+        s.smoothing_sigma_m = automatic.smoothing_sigma_m;
+        if (auto_stages) s.stages[1].smoothing_sigma_m = kAutoFullBandSmoothingShare * s.smoothing_sigma_m;
+        s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength{})",
+                                         s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths, full_band));
+    }
+}
+
+/// The antenna taper (`taper.radius`, auto: the automatic radius) and the
+/// points it is centred on, every source and receiver of the survey.
+void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, const RunConfig& c,
+                const AutomaticSettings& automatic, InversionSpec& s) {
+    s.taper_radius_m = automatic.taper_radius_m;
+    if (taper) {
+        r.map(taper, p + ".taper", {"radius"});
+        const YAML::Node radius = r.required(taper, p + ".taper", "radius");
+        if (!is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
+    }
+    if (!taper || is_auto(taper["radius"]))
+        s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
+                                         "at least a cell)",
+                                         s.taper_radius_m, kAutoTaperWavelengths));
+    if (s.taper_radius_m > 0)
+        for (const ShotSpec& shot : c.shots) {
+            s.taper_points.insert(s.taper_points.end(), shot.sources.begin(), shot.sources.end());
+            s.taper_points.insert(s.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
+        }
+}
+
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
@@ -594,70 +741,11 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
     for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i) {
-        const std::string sp = fmt::format("{}.stages[{}]", p, i);
-        const YAML::Node n = stages[i];
-        r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                      "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method"});
-        StageSpec st;
-        st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
-        if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
-            r.fail(n["name"], sp + ".name", "expected a name without spaces, commas, quotes or slashes");
-        for (std::size_t k = 0; k < s.stages.size(); ++k)
-            if (s.stages[k].name == st.name) r.fail(n["name"], sp + ".name", fmt::format("'{}' names stage {} too", st.name, k + 1));
-        if (n["max_frequency"]) {
-            st.max_frequency_hz = r.number(n["max_frequency"], sp + ".max_frequency", 0, 1e13, true);
-            if (st.max_frequency_hz >= 0.5 / c.dt_s)
-                r.fail(n["max_frequency"], sp + ".max_frequency", fmt::format("{} Hz is not below the Nyquist frequency {} Hz of time.dt", st.max_frequency_hz, 0.5 / c.dt_s));
-        }
-        const YAML::Node params = r.required(n, sp, "parameters");
-        if (!params.IsSequence() || params.size() == 0) r.fail(params, sp + ".parameters", "expected a list of parameters, from eps_r and sigma");
-        st.invert_eps_r = st.invert_sigma = false;
-        for (std::size_t k = 0; k < params.size(); ++k) {
-            const std::string name = r.text(params[k], fmt::format("{}.parameters[{}]", sp, k), {"eps_r", "sigma"});
-            bool& flag = name == "eps_r" ? st.invert_eps_r : st.invert_sigma;
-            if (flag) r.fail(params[k], fmt::format("{}.parameters[{}]", sp, k), "'" + name + "' is listed twice");
-            flag = true;
-        }
-        st.iterations = static_cast<int>(r.integer(r.required(n, sp, "iterations"), sp + ".iterations", 1, 100000));
-        if (n["min_relative_decrease"]) st.min_relative_decrease = r.number(n["min_relative_decrease"], sp + ".min_relative_decrease", 0, 1);
-        if (n["decrease_window"]) st.decrease_window = static_cast<int>(r.integer(n["decrease_window"], sp + ".decrease_window", 1, 1000));
-        if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
-        if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
-        if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
-        if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
-        if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
-        if (n["method"])
-            st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
-        s.stages.push_back(st);
-    }
-    bool eps_r_regularized = false, sigma_regularized = false;
-    if (const YAML::Node reg = inv["regularization"]) {
-        r.map(reg, p + ".regularization", {"eps_r", "sigma"});
-        if (reg["eps_r"] && !is_auto(reg["eps_r"])) {
-            s.regularize_eps_r = read_regularization(reg["eps_r"], r, p + ".regularization.eps_r");
-            eps_r_regularized = true;
-        }
-        if (reg["sigma"] && !is_auto(reg["sigma"])) {
-            s.regularize_sigma = read_regularization(reg["sigma"], r, p + ".regularization.sigma");
-            sigma_regularized = true;
-        }
+        s.stages.push_back(read_stage(stages[i], r, p, i, c, s.stages));
     }
     // total variation, its weight per wavelength over the model's area
     const AutomaticSettings automatic = automatic_settings(wavelength, c.grid);
-    if (!eps_r_regularized) {
-        s.regularize_eps_r.tv = automatic.total_variation;
-        s.defaults.push_back(fmt::format("regularization.eps_r auto: total variation of eps_r / eps_ref, weight {:.3g} "
-                                         "({} dominant wavelengths over the model's {:.3g} m^2)",
-                                         s.regularize_eps_r.tv, kAutoTotalVariation, automatic.area_m2));
-    }
-    if (!sigma_regularized) {
-        s.regularize_sigma.tv = automatic.total_variation;
-        s.sigma_tv_follows_sensitivity = true;
-        s.defaults.push_back(fmt::format("regularization.sigma auto: total variation of ln sigma, weight {:.3g} ({} "
-                                         "dominant wavelengths over the model's {:.3g} m^2) times a share that falls "
-                                         "with the survey's sensitivity to sigma (from the first calibration)",
-                                         s.regularize_sigma.tv, kAutoTotalVariation, automatic.area_m2));
-    }
+    read_inversion_regularization(inv["regularization"], r, p, automatic, s);
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
         if (sc["eps_r"]) s.scale_eps_r = r.number(sc["eps_r"], p + ".scaling.eps_r", 0, 1e6, true);
@@ -691,68 +779,15 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (!mask.IsSequence()) r.fail(mask, p + ".mask", "expected a list of shapes [{type: circle | rectangle | polygon, ...}]");
         for (std::size_t i = 0; i < mask.size(); ++i) s.mask.push_back(read_shape(mask[i], r, fmt::format("{}.mask[{}]", p, i), false));
     }
-    // every stage that does not say otherwise estimates the wavelet at its start
-    if (inv["estimate_wavelet"] && r.boolean(inv["estimate_wavelet"], p + ".estimate_wavelet"))
-        for (std::size_t i = 0; i < s.stages.size(); ++i)
-            if (!(stages && stages.IsSequence() && stages[i]["estimate_wavelet"])) s.stages[i].estimate_wavelet = true;
-    // the wavelet projected out of the misfit at every evaluation: where it is estimated (auto), always, or never
-    const bool quadratic = s.misfit == MisfitKind::l2 || s.misfit == MisfitKind::relative;
-    const YAML::Node projection = inv["wavelet_projection"];
-    const bool chosen = projection && !is_auto(projection);
-    const bool project = chosen && r.boolean(projection, p + ".wavelet_projection");
-    if (project && !quadratic)
-        r.fail(projection, p + ".wavelet_projection",
-               fmt::format("the {} misfit is not quadratic in the data: projecting the wavelet out needs misfit l2 "
-                           "or relative", to_string(s.misfit)));
-    bool estimated = false;  // by this stage or an earlier one, whose estimate later stages keep
-    for (StageSpec& st : s.stages) {
-        estimated = estimated || st.estimate_wavelet;
-        st.project_wavelet = chosen ? project : estimated && quadratic;
-    }
-    if (!chosen && estimated)
-        s.defaults.push_back(quadratic ? "wavelet_projection auto: the wavelet projected out of the misfit at every "
-                                         "evaluation of the stages that estimate it or keep an estimate"
-                                       : fmt::format("wavelet_projection auto: off (the {} misfit is not quadratic in "
-                                                     "the data)", to_string(s.misfit)));
+    read_wavelet_choices(inv, stages, r, p, s);
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
-    s.smoothing_m = s.smoothing_sigma_m = -1;
-    if (inv["smoothing"]) read_smoothing(inv["smoothing"], r, p + ".smoothing", c.grid, s.smoothing_m, s.smoothing_sigma_m);
-    // automatic stages: the full band's stage smooths by a share of the automatic lengths
-    const bool auto_stages = !stages || is_auto(stages);
-    const std::string full_band =
-        auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
-    if (s.smoothing_m < 0) {
-        s.smoothing_m = automatic.smoothing_eps_r_m;
-        if (auto_stages) s.stages[1].smoothing_m = kAutoFullBandSmoothingShare * s.smoothing_m;
-        s.defaults.push_back(fmt::format("smoothing.eps_r auto: {:.3g} m ({} of the dominant wavelength {:.3g} m{})",
-                                         s.smoothing_m, kAutoSmoothingWavelengths, wavelength, full_band));
-    }
-    if (s.smoothing_sigma_m < 0) {
-        s.smoothing_sigma_m = automatic.smoothing_sigma_m;
-        if (auto_stages) s.stages[1].smoothing_sigma_m = kAutoFullBandSmoothingShare * s.smoothing_sigma_m;
-        s.defaults.push_back(fmt::format("smoothing.sigma auto: {:.3g} m ({} of the dominant wavelength{})",
-                                         s.smoothing_sigma_m, kAutoSigmaSmoothingWavelengths, full_band));
-    }
+    read_inversion_smoothing(inv["smoothing"], !stages || is_auto(stages), r, p, c, automatic, wavelength, s);
     read_scan(inv["scan"], r, p + ".scan", c, f_dominant, s);
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
-    s.taper_radius_m = automatic.taper_radius_m;
-    if (const YAML::Node taper = inv["taper"]) {
-        r.map(taper, p + ".taper", {"radius"});
-        const YAML::Node radius = r.required(taper, p + ".taper", "radius");
-        if (!is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
-    }
-    if (!inv["taper"] || is_auto(inv["taper"]["radius"]))
-        s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
-                                         "at least a cell)",
-                                         s.taper_radius_m, kAutoTaperWavelengths));
-    if (s.taper_radius_m > 0)
-        for (const ShotSpec& shot : c.shots) {
-            s.taper_points.insert(s.taper_points.end(), shot.sources.begin(), shot.sources.end());
-            s.taper_points.insert(s.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
-        }
+    read_taper(inv["taper"], r, p, c, automatic, s);
     if (const YAML::Node save = inv["save"]) {
         r.map(save, p + ".save", {"models", "gradients"});
         if (save["models"]) s.save_models = r.boolean(save["models"], p + ".save.models");
