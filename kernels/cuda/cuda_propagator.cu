@@ -848,13 +848,7 @@ public:
         } left;  // the step before's, whose imaging it left to this one's launch at half of the rows
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
         const auto x = x_.view(), z = z_.view();
-        adjoint_[0].zero(stream_);
-        adjoint_[1].zero(stream_);
-        if (paired) lambda_third_.zero(stream_);
-        for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
-        g_prev_.zero(stream_);
-        g_next_.zero(stream_);
-        if (opt_.illumination) illumination_.zero(stream_);
+        zero_adjoint_state(paired);
         if (host_levels_)
             for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
         int injected = -1;  // the step whose adjoint source the step before added (k::cuda::AdjointSparse)
@@ -929,6 +923,27 @@ public:
             }
         };
         run_reverse_time(nt, s_.checkpoint_steps, s_.binomial_slots ? &schedule_ : nullptr, steps);
+        return adjoint_result();
+    }
+
+    /// The adjoint fields, the q and p scratch and the imaging sums at zero,
+    /// for an adjoint run (a third lambda_ey where the imaging takes steps in
+    /// pairs).
+    void zero_adjoint_state(bool paired) {
+        adjoint_[0].zero(stream_);
+        adjoint_[1].zero(stream_);
+        if (paired) lambda_third_.zero(stream_);
+        for (const auto* a : {&q_x_, &q_z_, &p_x_, &p_z_}) a->zero(stream_);
+        g_prev_.zero(stream_);
+        g_next_.zero(stream_);
+        if (opt_.illumination) illumination_.zero(stream_);
+    }
+
+    /// An adjoint run's sums, once its steps are queued: the imaging sums (and
+    /// the illumination) in this engine's page-locked buffers, which the
+    /// result views, and each shot's wavelet gradient; a disk run's levels go.
+    AdjointResult adjoint_result() {
+        const int nt = s_.time.nt_internal;
         // what AdjointResult views, page-locked while the last steps run, where it must grow
         g_prev_host_.resize(g_prev_.size());
         g_next_host_.resize(g_next_.size());
