@@ -50,22 +50,29 @@ void FreeVariableSmoothing::find_free_variables(Tao tao, Vec x) {
     ISDestroy(&free);
 }
 
-std::vector<double> FreeVariableSmoothing::apply(const std::vector<double>& r) const {
+void FreeVariableSmoothing::apply(const std::vector<double>& r, std::vector<double>& z) const {
     if (r.size() != free_.size())
         throw Error(fmt::format("stage {}: the Newton CG runs on {} variables where {} are free (TAO estimated its "
                                 "active set otherwise than expected)", stage_, r.size(), free_.size()));
-    std::vector<double> v(whole_size_, 0.0);
-    for (std::size_t k = 0; k < r.size(); ++k) v[free_[k]] = r[k];
-    smoothing_.smooth(v);
-    std::vector<double> z(r.size());
-    for (std::size_t k = 0; k < r.size(); ++k) z[k] = v[free_[k]];
+    whole_.assign(whole_size_, 0.0);
+    for (std::size_t k = 0; k < r.size(); ++k) whole_[free_[k]] = r[k];
+    smoothing_.smooth(whole_);
+    z.resize(r.size());
+    for (std::size_t k = 0; k < r.size(); ++k) z[k] = whole_[free_[k]];
+}
+
+std::vector<double> FreeVariableSmoothing::apply(const std::vector<double>& r) const {
+    std::vector<double> z;
+    apply(r, z);
     return z;
 }
 
 int FreeVariableSmoothing::apply_to(Vec in, Vec out) {
     const ScopeTimer timer(seconds_);
     try {
-        scatter_whole(apply(gather_whole(in)), out);
+        gather_whole(in, r_);
+        apply(r_, z_);
+        scatter_whole(z_, out);
     } catch (...) {
         failure_ = std::current_exception();
         return PETSC_ERR_USER;

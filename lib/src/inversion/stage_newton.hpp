@@ -44,7 +44,9 @@ public:
     void set_free_variables(std::vector<std::size_t> free) { free_ = std::move(free); }
 
     /// z = P' S P r for r over the free variables; throws Error where r does
-    /// not have their count (TAO estimated its active set otherwise).
+    /// not have their count (TAO estimated its active set otherwise). The
+    /// whole vector it smooths is kept from product to product.
+    void apply(const std::vector<double>& r, std::vector<double>& z) const;
     std::vector<double> apply(const std::vector<double>& r) const;
 
     /// PETSc's callback: z into `out` for r in `in` (collective); 0, or
@@ -59,6 +61,8 @@ private:
     std::exception_ptr& failure_;
     std::vector<std::size_t> free_;
     bool installed_ = false;
+    mutable std::vector<double> whole_;  // P r on the whole vector, smoothed in place
+    std::vector<double> r_, z_;          // the CG's vectors over the free variables, gathered
 };
 
 }  // namespace gprfwi
