@@ -31,10 +31,12 @@
 // adjoint.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gprfwi/eikonal.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/survey.hpp"
@@ -110,11 +112,21 @@ public:
     Picks predicted(const Model& model, double& source_log_ratio) const;
 
 private:
+    /// Each shot's eikonal field in m's slowness, kept while the slowness
+    /// stays (an amplitude stage changes sigma only).
+    const std::vector<std::optional<EikonalField>>& fields_for(const Model& m) const;
+    /// The ray integrals of alpha_c - alpha(m), the log amplitude the model
+    /// gains over the calibration's, to the receivers with a log ratio (NaN
+    /// elsewhere).
+    Picks gains(const Model& m) const;
+
     Survey survey_;
     std::vector<std::size_t> shots_;
     Picks log_ratios_;
     std::vector<double> alpha_calibration_;
     double frequency_;
+    mutable std::vector<double> slowness_;
+    mutable std::vector<std::optional<EikonalField>> fields_;
 };
 
 /// The traveltime misfit J = 1/2 sum (T(m) - t)^2 over this rank's shots

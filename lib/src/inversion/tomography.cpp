@@ -390,33 +390,35 @@ AmplitudeObjective::AmplitudeObjective(const Survey& survey, std::vector<std::si
                                                        calibration.mu_r.data()[i], frequency_);
 }
 
-namespace {
-/// Each shot's eikonal field in m's eps_r, and the ray integrals of alpha_c - alpha(m) (the log amplitude
-/// the model gains over the calibration's) to its receivers with a log ratio (NaN elsewhere).
-struct RayPass {
-    std::vector<std::optional<EikonalField>> fields;
-    Picks gains;
-};
-RayPass gain_along_rays(const Survey& survey, const std::vector<std::size_t>& shots, const Picks& log_ratios,
-                        const Model& m, const std::vector<double>& alpha_c, double frequency) {
-    if (alpha_c.size() != m.eps_r.size())
-        throw SizeMismatch("amplitude tomography: the model's grid is not the calibration model's");
-    std::vector<double> loss(alpha_c.size());
-    for (std::size_t i = 0; i < loss.size(); ++i)
-        loss[i] = alpha_c[i] - plane_wave_attenuation(m.sigma.data()[i], m.eps_r.data()[i], m.mu_r.data()[i], frequency);
-    RayPass pass{shot_fields(survey, shots, m.grid, slowness_of(m)), Picks(shots.size())};
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t k = 0; k < shots.size(); ++k) {
-        const std::vector<double> all = pass.fields[k]->ray_integrals(survey.shots[shots[k]].receivers, loss);
-        pass.gains[k].resize(all.size());
-        for (std::size_t r = 0; r < all.size(); ++r) pass.gains[k][r] = std::isnan(log_ratios[k][r]) ? kNoPick : all[r];
+const std::vector<std::optional<EikonalField>>& AmplitudeObjective::fields_for(const Model& m) const {
+    std::vector<double> s = slowness_of(m);
+    if (fields_.empty() || s != slowness_) {
+        fields_ = shot_fields(survey_, shots_, m.grid, s);
+        slowness_ = std::move(s);
     }
-    return pass;
+    return fields_;
 }
-}  // namespace
+
+Picks AmplitudeObjective::gains(const Model& m) const {
+    if (alpha_calibration_.size() != m.eps_r.size())
+        throw SizeMismatch("amplitude tomography: the model's grid is not the calibration model's");
+    std::vector<double> loss(alpha_calibration_.size());
+    for (std::size_t i = 0; i < loss.size(); ++i)
+        loss[i] = alpha_calibration_[i] -
+                  plane_wave_attenuation(m.sigma.data()[i], m.eps_r.data()[i], m.mu_r.data()[i], frequency_);
+    const std::vector<std::optional<EikonalField>>& fields = fields_for(m);
+    Picks gains(shots_.size());
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t k = 0; k < shots_.size(); ++k) {
+        const std::vector<double> all = fields[k]->ray_integrals(survey_.shots[shots_[k]].receivers, loss);
+        gains[k].resize(all.size());
+        for (std::size_t r = 0; r < all.size(); ++r) gains[k][r] = std::isnan(log_ratios_[k][r]) ? kNoPick : all[r];
+    }
+    return gains;
+}
 
 Picks AmplitudeObjective::predicted(const Model& model, double& source_log_ratio) const {
-    Picks p = gain_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_).gains;
+    Picks p = gains(model);
     source_log_ratio = mean_difference(log_ratios_, p).first;  // c, fitted
     for (auto& shot : p)
         for (double& v : shot) v += source_log_ratio;  // (NaN stays NaN)
@@ -424,14 +426,13 @@ Picks AmplitudeObjective::predicted(const Model& model, double& source_log_ratio
 }
 
 double AmplitudeObjective::evaluate(const Model& model, const StageSpec&, Array2D& grad_eps_r, Array2D& grad_sigma) {
-    RayPass pass = gain_along_rays(survey_, shots_, log_ratios_, model, alpha_calibration_, frequency_);
-    const double c = mean_difference(log_ratios_, pass.gains).first;
+    Picks residuals = gains(model);
+    const double c = mean_difference(log_ratios_, residuals).first;
     const std::size_t n = model.eps_r.size();
     // residuals c + gain - d, each the ray integral of -alpha (plus constants)
-    Picks& residuals = pass.gains;
     for (std::size_t k = 0; k < shots_.size(); ++k)
         for (std::size_t r = 0; r < residuals[k].size(); ++r) residuals[k][r] = c + residuals[k][r] - log_ratios_[k][r];
-    const std::vector<double> grad_alpha = ray_misfit(survey_, shots_, pass.fields, residuals, -1.0, n);
+    const std::vector<double> grad_alpha = ray_misfit(survey_, shots_, fields_for(model), residuals, -1.0, n);
     grad_eps_r = Array2D(model.grid.nz, model.grid.nx, 0.0);
     grad_sigma = Array2D(model.grid.nz, model.grid.nx, 0.0);
     for (std::size_t i = 0; i < n; ++i)
