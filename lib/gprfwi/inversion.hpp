@@ -19,7 +19,6 @@
 #include "gprfwi/model.hpp"
 #include "gprfwi/model_builder.hpp"
 #include "gprfwi/propagator.hpp"
-#include "gprfwi/wavelet_projection.hpp"
 
 namespace gprfwi {
 
@@ -268,6 +267,7 @@ public:
 };
 
 class DistributedRunner;
+class WaveletProjection;  // wavelet_projection.hpp
 
 /// Full-waveform inversion's objective: the stage's misfit of band-limited
 /// data over this rank's shots, summed over the ranks, through the runner's
@@ -277,6 +277,7 @@ public:
     /// `observed` holds the traces of runner.shots(), in order.
     /// `water_level` stabilises the projected wavelet (InversionSpec::wavelet_water_level).
     FwiObjective(DistributedRunner& runner, Traces observed, MisfitKind kind, double water_level = 0.01);
+    ~FwiObjective() override;
     double evaluate(const Model& model, const StageSpec& stage, Array2D& grad_eps_r, Array2D& grad_sigma) override;
     /// Forward modelling only.
     double misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind> kind = std::nullopt) override;

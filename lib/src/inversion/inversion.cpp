@@ -31,6 +31,7 @@
 #include "gprfwi/regularization.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "gprfwi/wavelet_estimation.hpp"
+#include "gprfwi/wavelet_projection.hpp"
 #include "parallel/parallel_arrays.hpp"
 #include "inversion/petsc_memory.hpp"
 #include "inversion/petsc_vectors.hpp"
@@ -401,6 +402,8 @@ const BandLimitedMisfit& FwiObjective::band_misfit(CachedMisfit& cache, MisfitKi
     }
     return *cache.misfit;
 }
+
+FwiObjective::~FwiObjective() = default;
 
 WaveletProjection& FwiObjective::projection(double cutoff_hz) {
     if (!projection_ || projection_cutoff_hz_ != cutoff_hz) {
