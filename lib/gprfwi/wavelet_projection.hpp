@@ -42,12 +42,13 @@ namespace gprfwi {
 class WaveletProjection final : public ShotMisfit {
 public:
     /// `observed` holds the traces of `shots` (this rank's, maybe none), in
-    /// order, nt samples each (the survey's: the same on every rank); kind l2
-    /// or relative (the others are not quadratic in the data:
-    /// InvalidArgument); cutoff_hz <= 0: the full band; water_level: lambda
-    /// (> 0); max_lag: L, samples (0: a scale alone).
-    WaveletProjection(MisfitKind kind, std::vector<std::size_t> shots, Traces observed, int nt, double cutoff_hz,
-                      double dt, double water_level, int max_lag);
+    /// order, nt samples each (the survey's: the same on every rank), and is
+    /// read, not copied: it must outlive the projection. kind l2 or relative
+    /// (the others are not quadratic in the data: InvalidArgument);
+    /// cutoff_hz <= 0: the full band; water_level: lambda (> 0); max_lag: L,
+    /// samples (0: a scale alone).
+    WaveletProjection(MisfitKind kind, std::vector<std::size_t> shots, const Traces& observed, int nt,
+                      double cutoff_hz, double dt, double water_level, int max_lag);
 
     /// Fits f to the synthetic traces of this rank's shots (in order) and
     /// every other rank's: collective. Until then f = 1 at lag 0.
@@ -74,7 +75,7 @@ private:
     void back_to_time(const std::vector<std::complex<double>>& y, double weight, double* out) const;
 
     std::vector<std::size_t> shots_;
-    Traces observed_;
+    const Traces& observed_;  // the caller's
     int nt_ = 0, nfft_ = 0, max_lag_ = 0;
     double water_level_ = 0;
     std::vector<double> power_;                 // A_k^2 per bin

@@ -45,9 +45,9 @@ void solve_positive_definite(std::vector<double>& m, std::vector<double>& b, int
 
 }  // namespace
 
-WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> shots, Traces observed, int nt,
+WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> shots, const Traces& observed, int nt,
                                      double cutoff_hz, double dt, double water_level, int max_lag)
-    : shots_(std::move(shots)), observed_(std::move(observed)), nt_(nt), max_lag_(max_lag),
+    : shots_(std::move(shots)), observed_(observed), nt_(nt), max_lag_(max_lag),
       water_level_(water_level) {
     if (kind != MisfitKind::l2 && kind != MisfitKind::relative)
         throw InvalidArgument(fmt::format("the {} misfit is not quadratic in the data: projecting the wavelet out needs "
