@@ -13,13 +13,9 @@
 #include <filesystem>
 #include <future>
 #include <string>
-#include <string_view>
 #include <cstdlib>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <span>
 #include <type_traits>
 #include <utility>
 #include "cuda_check.hpp"

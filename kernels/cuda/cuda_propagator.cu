@@ -19,8 +19,6 @@ namespace gprfwi {
 
 namespace {
 
-namespace k = kernels;
-
 class CudaPropagator final : public EnginePropagator {
 public:
     explicit CudaPropagator(const PropagatorOptions& o) : EnginePropagator(o) {

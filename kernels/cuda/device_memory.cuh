@@ -25,8 +25,6 @@ namespace gprfwi {
 // Internal to the CUDA backend (cuda_propagator.cu includes it).
 namespace {
 
-namespace k = kernels;
-
 /// Page-locked host memory for the engines' transfers of traces and sums,
 /// kept for the life of the process and lent out again. Copies from
 /// pageable memory run at a fraction of the link's speed; page-locked memory
