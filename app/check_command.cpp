@@ -14,6 +14,9 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "gprfwi/config.hpp"
+#include "gprfwi/cuda_backend.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
 
@@ -59,21 +62,41 @@ void run_check(const CheckArgs& a) {
         fmt::print("  noise     {}, seed {}\n", c.noise.snr_db > 0 ? fmt::format("SNR {} dB", c.noise.snr_db) : fmt::format("std {} V/m", c.noise.std_vm),
                    c.noise.seed);
     const int ranks = a.ranks > 0 ? a.ranks : parallel::place().size;
-    fmt::print("  ranks     {} (each binds GPU local_rank % GPUs per node)\n", ranks);
+    // the memory plan of each rank's first batch, on the backend a run here would use
+    const BackendKind backend = o.backend != BackendKind::automatic ? o.backend
+                                : cuda_device_count() > 0       ? BackendKind::cuda
+                                                                : BackendKind::cpu;
+    fmt::print("  ranks     {} (each binds GPU local_rank % GPUs per node); memory of a batch on the {} backend{}\n",
+               ranks, to_string(backend),
+               backend == BackendKind::cuda ? " (device memory, kept levels where the storage puts them)" : "");
     for (int r = 0; r < ranks; ++r) {
+        if (r >= 8 && r != ranks - 1) {
+            if (r == 8) fmt::print("    ...\n");
+            continue;
+        }
         const auto shots = parallel::shots_of_rank(c.shots.size(), ranks, r);
-        std::size_t rec = 0;
-        for (std::size_t s : shots) rec += c.shots[s].receivers.size();
         const std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
-        const std::size_t batch_rec = shots.empty() ? 0 : (rec * batch + shots.size() - 1) / shots.size();
-        const auto fwd = estimate_batch_memory(g, t.nt_internal, batch, batch_rec, 1, o, false);
-        const auto grad = estimate_batch_memory(g, t.nt_internal, batch, batch_rec, std::max(o.snapshots.interval, 1), o, true);
-        if (r < 8 || r == ranks - 1)
-            fmt::print("    rank {:>4}: {} shot(s){}, batches of {}: memory forward {:.3g} GiB, gradient {:.3g} GiB\n", r,
-                       shots.size(), shots.empty() ? "" : fmt::format(" ({}..{})", shots.front(), shots.back()), batch,
-                       fwd.total() / gib, grad.total() / gib);
-        else if (r == 8)
-            fmt::print("    ...\n");
+        std::string memory;
+        if (batch > 0) {
+            Survey first = survey;
+            first.shots.clear();
+            for (std::size_t i = 0; i < batch; ++i) first.shots.push_back(survey.shots[shots[i]]);
+            const PropagationSetup setup = PropagationSetup::build(c.model, first, o);
+            try {
+                const auto fwd = plan_batch_memory(setup, o, false, backend);
+                const auto grad = plan_batch_memory(setup, o, true, backend);
+                memory = fmt::format(": memory forward {:.3g} GiB, gradient {:.3g} GiB{}", fwd.total() / gib,
+                                     grad.total() / gib,
+                                     grad.host_snapshot_bytes
+                                         ? fmt::format(" (and {:.3g} GiB of page-locked host memory)",
+                                                       grad.host_snapshot_bytes / gib)
+                                         : "");
+            } catch (const NotCompiled&) {
+                memory = ": memory unknown (the CUDA backend is not compiled into this gprfwi)";
+            }
+        }
+        fmt::print("    rank {:>4}: {} shot(s){}, batches of {}{}\n", r, shots.size(),
+                   shots.empty() ? "" : fmt::format(" ({}..{})", shots.front(), shots.back()), batch, memory);
     }
     fmt::print("  data      {}\n", c.observed.file.empty() ? "(none)" : c.observed.describe());
     if (inversion) {

@@ -20,6 +20,7 @@
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -853,18 +854,97 @@ TEST(CudaBackend, WorkspaceMemoryStaysFlatOverFiftyGradients) {
     }
 }
 
-TEST(CudaBackend, AutoPicksTheGpuAndReportsPeakMemory) {
+TEST(CudaBackend, AutoPicksTheGpu) {
     GPRFWI_SKIP_WITHOUT_GPU();
     PropagatorOptions opt;
     auto p = make_propagator(opt);
     EXPECT_EQ(p->name().rfind("cuda", 0), 0u) << p->name();
-    const Grid g{50, 40, 0.02, 0.02};
+}
+
+/// Ways of keeping levels and running that change what a CUDA engine allocates.
+struct MemoryVariant {
+    const char* name;
+    void (*set)(PropagatorOptions&);
+};
+const MemoryVariant kMemoryVariants[] = {
+    {"every level (step pairs, paired imaging)", [](PropagatorOptions&) {}},
+    {"one shot group", [](PropagatorOptions& o) { o.shot_groups = 1; }},
+    {"every third level", [](PropagatorOptions& o) { o.snapshots.interval = 3; }},
+    {"bf16 levels (split planes)", [](PropagatorOptions& o) { o.snapshots.compression = SnapshotCompression::bf16; }},
+    {"fp8 levels", [](PropagatorOptions& o) { o.snapshots.compression = SnapshotCompression::fp8; }},
+    {"checkpoints", [](PropagatorOptions& o) { o.snapshots.checkpoint_steps = -1; }},
+    {"binomial", [](PropagatorOptions& o) { o.snapshots.binomial_slots = -1; }},
+    {"host storage", [](PropagatorOptions& o) { o.snapshots.storage = SnapshotStorage::host; }},
+    {"disk storage", [](PropagatorOptions& o) { o.snapshots.storage = SnapshotStorage::disk; }},
+    {"illumination", [](PropagatorOptions& o) { o.illumination = true; }},
+    {"wide CPML strips", [](PropagatorOptions& o) { o.cpml.widths = {40, 40, 40, 40}; }},
+    {"double, stencil 8", [](PropagatorOptions& o) {
+         o.precision = Precision::double_precision;
+         o.stencil_order = 8;
+     }},
+};
+
+// The CUDA backend's memory plan (memory_plan.hpp) is what its engines hold
+// on the device after a call in a fresh propagator, and the most they held,
+// for every variant: the out-of-memory check, the estimate and the bench read
+// the plan, so a plan that misses an array misleads all three.
+TEST(CudaBackend, HoldsWhatItsMemoryPlanCounts) {
+    GPRFWI_SKIP_WITHOUT_GPU();
+    const Grid g{90, 70, 0.02, 0.02};
     const Model model = test::heterogeneous_model(g, 3);
-    const Survey survey = test::random_survey(g, 2, 1, 3, 100, 3e8, 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4), 2);
-    p->gradient(model, survey, make_traces(survey));
-    const auto estimate = p->estimate_memory(model, survey, true);
-    EXPECT_GT(p->peak_device_bytes(), estimate.total() / 2);
-    EXPECT_LT(p->peak_device_bytes(), estimate.total() * 2);
+    const Survey survey = test::random_survey(g, 4, 1, 3, 120, 3e8, 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4), 2);
+    for (const MemoryVariant& v : kMemoryVariants) {
+        SCOPED_TRACE(v.name);
+        PropagatorOptions opt;
+        opt.backend = BackendKind::cuda;
+        opt.cpml.widths = {10, 10, 10, 10};
+        v.set(opt);
+        for (const bool gradient : {false, true}) {
+            auto p = make_cuda_propagator(opt);
+            if (gradient) p->gradient(model, survey, make_traces(survey));
+            else p->forward(model, survey);
+            const MemoryEstimate plan = p->estimate_memory(model, survey, gradient);
+            std::printf("%-42s %-8s plan %9zu bytes (levels %9zu, host %9zu), held %9zu, peak %9zu\n", v.name,
+                        gradient ? "gradient" : "forward", plan.total(), plan.snapshot_bytes, plan.host_snapshot_bytes,
+                        p->workspace_bytes(), p->peak_device_bytes());
+            EXPECT_EQ(p->workspace_bytes(), plan.total()) << "gradient " << gradient;
+            EXPECT_EQ(p->peak_device_bytes(), plan.total()) << "gradient " << gradient;
+        }
+    }
+}
+
+// The CUDA plan needs no GPU (`gprfwi check` reads it on a login node):
+// what moves the kept levels moves exactly them.
+TEST(CudaMemoryPlan, StorageMovesTheKeptLevelsAndNothingElse) {
+    if (!cuda_backend_compiled()) GTEST_SKIP() << "the CUDA backend is not compiled into this build";
+    const Grid g{90, 70, 0.02, 0.02};
+    const Model model = test::heterogeneous_model(g, 3);
+    const Survey survey = test::random_survey(g, 3, 1, 3, 120, 3e8, 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4), 2);
+    PropagatorOptions opt;
+    opt.backend = BackendKind::cuda;
+    opt.snapshots.compression = SnapshotCompression::bf16;  // (not Ey's type: no step pairs with kept levels)
+    auto plan = [&](const PropagatorOptions& o, bool gradient) {
+        return plan_batch_memory(PropagationSetup::build(model, survey, o), o, gradient, BackendKind::cuda);
+    };
+    const MemoryEstimate device = plan(opt, true), forward = plan(opt, false);
+    PropagatorOptions host = opt, disk = opt;
+    host.snapshots.storage = SnapshotStorage::host;
+    disk.snapshots.storage = SnapshotStorage::disk;
+    const MemoryEstimate on_host = plan(host, true), on_disk = plan(disk, true);
+    const std::size_t n = PropagationSetup::build(model, survey, opt).grid.storage_size() * survey.shots.size();
+    const std::size_t level = n * 2;  // bf16
+    const int nt = PropagationSetup::build(model, survey, opt).time.nt_internal;
+    EXPECT_EQ(device.snapshot_bytes, static_cast<std::size_t>(nt) * level);
+    EXPECT_EQ(on_host.host_snapshot_bytes, device.snapshot_bytes);
+    EXPECT_EQ(on_host.snapshot_bytes, 4 * level);  // the ring of device slots
+    EXPECT_EQ(on_disk.host_snapshot_bytes, 4 * level);  // the ring's page-locked staging
+    EXPECT_EQ(on_disk.snapshot_bytes, 4 * level);
+    for (const MemoryEstimate* e : {&on_host, &on_disk}) {
+        EXPECT_EQ(e->traces_bytes, device.traces_bytes);
+        EXPECT_EQ(e->fields_bytes, device.fields_bytes - n * sizeof(float));  // no third lambda_ey (paired imaging)
+    }
+    EXPECT_EQ(forward.snapshot_bytes, 0u);
+    EXPECT_LT(forward.total(), device.fields_bytes);
 }
 
 TEST(CudaBackend, ReportsBlowUpAndOutOfMemory) {

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 #include <type_traits>
 #include <utility>
 #include "cuda_check.hpp"
@@ -25,6 +26,7 @@
 #include "gprfwi/engine.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/kernels.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 #include "device_data.cuh"
 
@@ -483,10 +485,10 @@ private:
     /// bf16 level itself (storage.hpp), so that keeping a level costs no
     /// store of its own: bf16 levels in single precision, all of them kept
     /// (not recomputed from checkpoints).
-    bool split_planes() const {
-        return std::is_same_v<T, float> && std::is_same_v<Stored, Bf16> && !s_.checkpoint_steps &&
-               !s_.binomial_slots;
+    static bool split_planes(const PropagationSetup& s) {
+        return std::is_same_v<T, float> && std::is_same_v<Stored, Bf16> && !s.checkpoint_steps && !s.binomial_slots;
     }
+    bool split_planes() const { return split_planes(s_); }
     k::MaterialView<T> materials() const {
         return {coefs_.get(), coefs_.get() + g_.shot_stride, cq_.get(), cq_uniform_};
     }
@@ -713,9 +715,10 @@ private:
     /// Whether the forward writes Ey into the kept levels themselves:
     /// uncompressed levels, all of them on the device (no checkpoints, whose
     /// segments are recomputed one step a pass); then its steps may go in pairs.
-    bool levels_are_ey(bool levels_on_device) const {
-        return std::is_same_v<Stored, T> && levels_on_device && !s_.checkpoint_steps && !s_.binomial_slots;
+    static bool levels_are_ey(const PropagationSetup& s, bool levels_on_device) {
+        return std::is_same_v<Stored, T> && levels_on_device && !s.checkpoint_steps && !s.binomial_slots;
     }
+    bool levels_are_ey(bool levels_on_device) const { return levels_are_ey(s_, levels_on_device); }
     /// Kept levels are numbered j = L / interval = 1..n_levels_; 0 means not kept.
     int kept_index(int L) const {
         const int k = s_.snapshot_interval;
@@ -818,14 +821,33 @@ private:
     /// and not for fp8 levels, whose bytes the pairs hardly reduce while
     /// their imaging threads, half as many with loops twice as long, lose
     /// (docs/performance.md, "CUDA tuning constants").
-    bool paired_imaging(bool levels_on_device) const {
-        return levels_on_device && !s_.binomial_slots && !kScaledStorage<Stored>;
+    static bool paired_imaging(const PropagationSetup& s, bool levels_on_device) {
+        return levels_on_device && !s.binomial_slots && !kScaledStorage<Stored>;
     }
+    bool paired_imaging(bool levels_on_device) const { return paired_imaging(s_, levels_on_device); }
 
     /// Whether the adjoint step needs q, p and frame_first_node (k::cuda::adjoint_uses_scratch).
-    bool adjoint_scratch() const {
-        const auto [x, z] = strips();
-        return k::cuda::adjoint_uses_scratch<T, ORDER>(g_, x, z);
+    static bool adjoint_scratch(const PropagationSetup& s) {
+        const auto [x, z] = strips(s);
+        return k::cuda::adjoint_uses_scratch<T, ORDER>(grid_params<T>(s), x, z);
+    }
+    bool adjoint_scratch() const { return adjoint_scratch(s_); }
+
+    /// Whether the forward may take its steps in pairs: every source point in
+    /// the step's interior (k::cuda::StepSources) and a pair's launch that
+    /// pays (k::cuda::step_pair_applies).
+    static bool pairs_possible(const PropagationSetup& s, const PropagatorOptions& o) {
+        const k::GridParams<T> g = grid_params<T>(s);
+        const auto [x, z] = strips(s);
+        return sources_interior(s) && k::cuda::step_pair_applies<T, ORDER>(g, x, z, o.cuda);
+    }
+    static bool sources_interior(const PropagationSetup& s) {
+        const k::GridParams<T> g = grid_params<T>(s);
+        const auto [x, z] = strips(s);
+        for (const auto& op : s.shots)
+            for (const PointWeight& p : op.source)
+                if (!k::cuda::step_interior_contains<T, ORDER>(g, x, z, p.index)) return false;
+        return true;
     }
 
     /// Per shot and pack of the adjoint step's frame, the first receiver node
@@ -842,35 +864,76 @@ private:
         return first;
     }
 
-    /// Bytes this engine needs on the device for a forward (and the adjoint
-    /// after it), with the kept levels on the device or in a ring of kRing.
-    std::size_t bytes_needed(bool gradient, bool levels_on_device = true) const {
-        const std::size_t n = batch_size(), cells = g_.shot_stride;
-        std::size_t rows = 0, points = 0;
-        for (const auto& op : s_.shots) {
+public:
+    /// What allocate() and load() allocate on the device for a call over `s`
+    /// (a forward, or a gradient's forward and adjoint) in a fresh engine,
+    /// with the kept levels on the device or in host memory: the backend's
+    /// memory plan (memory_plan.hpp), which check_memory() reads before
+    /// anything is allocated. One term an array; where an array is added
+    /// there, it is added here.
+    static MemoryEstimate plan(const PropagationSetup& s, const PropagatorOptions& o, bool gradient,
+                               bool levels_on_device) {
+        const std::size_t cells = s.grid.storage_size(), shots = s.shots.size(), n = cells * shots;
+        const auto nt = static_cast<std::size_t>(s.time.nt_internal);
+        // the point operators as DeviceSparse flattens them: receiver nodes are distinct (shot, node) pairs
+        std::size_t sources = 0, rows = 0, weights = 0, wavelet = 0;
+        std::set<std::pair<std::size_t, std::size_t>> nodes;
+        for (std::size_t si = 0; si < shots; ++si) {
+            const ShotOperators& op = s.shots[si];
+            sources += op.source.size();
             rows += op.receivers.size();
-            for (const auto& r : op.receivers) points += r.size();
-            points += op.source.size();
+            for (const auto& r : op.receivers)
+                for (const PointWeight& w : r) nodes.emplace(si, w.index);
+            for (const auto& r : op.receivers) weights += r.size();
+            wavelet += op.wavelet_internal.size();
         }
-        std::size_t b = 3 * cells * sizeof(T) + 11 * n * sizeof(T) +  // forward fields (7 + 4)
-                        (rows + s_.shots.size()) * s_.time.nt_internal * sizeof(double) + points * 64;
-        if (!gradient || levels_are_ey(levels_on_device)) b += 4 * n * sizeof(T);  // at most the step pairs' middle buffer
-        if (!gradient) return b;
-        b += 12 * n * sizeof(T) + 3 * cells * sizeof(double);  // adjoint fields (7 + 5)
-        if (paired_imaging(levels_on_device)) b += n * sizeof(T);  // a third lambda_ey
-        if (adjoint_scratch()) b += 4 * n * sizeof(T) + n / (16 / sizeof(T)) * sizeof(int);  // q, p, at most frame_first_node
-        if (const int slots = s_.binomial_slots)
-            b += static_cast<std::size_t>(slots) * 7 * n * sizeof(T) + 2 * n * sizeof(Stored);
-        else if (const int c = s_.checkpoint_steps)
-            b += static_cast<std::size_t>((s_.time.nt_internal + c - 1) / c) * 7 * n * sizeof(T) +
-                 static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
-        else
-            b += (levels_on_device ? static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval)
-                                   : static_cast<std::size_t>(kRing)) * n * sizeof(Stored);
-        if (split_planes()) b += 3 * n * sizeof(std::uint16_t);  // the zero and scratch upper planes
-        return b;
+        const std::size_t sparse = sources * (sizeof(int) + sizeof(std::size_t) + sizeof(double)) +
+                                   rows * sizeof(int) + (rows + 1) * sizeof(int) +
+                                   weights * (sizeof(std::size_t) + 2 * sizeof(double) + sizeof(int)) +
+                                   nodes.size() * (2 * sizeof(int) + sizeof(std::size_t)) + sizeof(int) +
+                                   (shots + 1) * sizeof(int);
+        std::size_t profiles = 0;  // padded to 4 values (convert_padded)
+        for (const CpmlAxisProfile* p : {&s.cpml_x, &s.cpml_z})
+            for (auto* a : {&p->inv_kappa_int, &p->a_int, &p->b_int, &p->inv_kappa_half, &p->a_half, &p->b_half})
+                profiles += (a->size() + 3) / 4 * 4;
+        MemoryEstimate e;
+        // ca and cb, cq; the CPML; two buffers of forward fields (7 and 4 arrays); the point operators
+        e.fields_bytes = (3 * cells + profiles + 11 * n) * sizeof(T) + sparse;
+        if (pairs_possible(s, o) && (!gradient || levels_are_ey(s, levels_on_device)))
+            e.fields_bytes += 4 * n * sizeof(T);  // the step pairs' middle buffer
+        e.traces_bytes = (rows * nt + wavelet) * sizeof(double);  // the traces (then the adjoint source); the wavelets
+        if (!gradient) return e;
+        e.fields_bytes += 12 * n * sizeof(T) + (o.illumination ? 3 : 2) * cells * sizeof(double);  // 7 + 5; g_prev, g_next
+        e.traces_bytes += shots * nt * sizeof(double);  // the wavelets' gradient
+        if (paired_imaging(s, levels_on_device)) e.fields_bytes += n * sizeof(T);  // a third lambda_ey
+        if (adjoint_scratch(s)) {  // q, p; frame_first_node
+            const auto [x, z] = strips(s);
+            e.fields_bytes += 4 * n * sizeof(T) +
+                              static_cast<std::size_t>(k::cuda::adjoint_frame_packs<T, ORDER>(grid_params<T>(s), x, z)) *
+                                  shots * sizeof(int);
+        }
+        const std::size_t levels = nt / static_cast<std::size_t>(s.snapshot_interval);
+        if constexpr (kScaledStorage<Stored>) e.fields_bytes += (levels + 1) * shots * sizeof(double);  // scales, max
+        if (split_planes(s)) e.fields_bytes += 3 * n * sizeof(std::uint16_t);  // the zero and scratch upper planes
+        const std::size_t state = 7 * n * sizeof(T);
+        if (const int slots = s.binomial_slots) {
+            e.snapshot_bytes = static_cast<std::size_t>(slots) * state + 2 * n * sizeof(Stored);
+        } else if (const int c = s.checkpoint_steps) {
+            e.snapshot_bytes = (nt + static_cast<std::size_t>(c) - 1) / static_cast<std::size_t>(c) * state +
+                               static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
+        } else if (levels_on_device) {
+            e.snapshot_bytes = levels * n * sizeof(Stored);
+        } else {  // a ring of device slots; every level in pinned host memory, or only the ring's on the way to disk
+            e.snapshot_bytes = static_cast<std::size_t>(kRing) * n * sizeof(Stored);
+            const bool disk = o.snapshots.storage == SnapshotStorage::disk;
+            e.host_snapshot_bytes = (disk ? static_cast<std::size_t>(kRing) : levels) * n * sizeof(Stored);
+        }
+        return e;
     }
 
+    std::size_t bytes_held() const override { return bytes_.held(); }
+
+private:
     /// Chooses where kept levels live and throws OutOfMemory when nothing
     /// fits, counting what this engine holds as free (prepare() gives it
     /// back where it is in the way).
@@ -883,8 +946,8 @@ private:
         disk_ = gradient && !recomputed && storage == SnapshotStorage::disk;
         host_levels_ = gradient && !recomputed && (storage == SnapshotStorage::host || disk_ ||
                                     (storage == SnapshotStorage::automatic &&
-                                     bytes_needed(true, true) > free_b / 10 * 9));
-        const std::size_t need = bytes_needed(gradient, !host_levels_);
+                                     plan(s_, opt_, true, true).total() > free_b / 10 * 9));
+        const std::size_t need = plan(s_, opt_, gradient, !host_levels_).total();
         if (need <= free_b) return;
         const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * batch_size();
         cuda_messages::throw_out_of_memory({device_, device_name(device_), g_.n_shots, need, free_b, total_b,
@@ -893,12 +956,12 @@ private:
     }
 
     /// The CPML strips' bounds (no profiles), for the kernels' choices of where nodes lie.
-    std::pair<k::CpmlAxis<T>, k::CpmlAxis<T>> strips() const {
+    static std::pair<k::CpmlAxis<T>, k::CpmlAxis<T>> strips(const PropagationSetup& s) {
         k::CpmlAxis<T> x{}, z{};
-        x.strip_low_end = s_.cpml_x.strip_low_end;
-        x.strip_high_begin = s_.cpml_x.strip_high_begin;
-        z.strip_low_end = s_.cpml_z.strip_low_end;
-        z.strip_high_begin = s_.cpml_z.strip_high_begin;
+        x.strip_low_end = s.cpml_x.strip_low_end;
+        x.strip_high_begin = s.cpml_x.strip_high_begin;
+        z.strip_low_end = s.cpml_z.strip_low_end;
+        z.strip_high_begin = s.cpml_z.strip_high_begin;
         return {x, z};
     }
 
@@ -918,14 +981,10 @@ private:
         cq_.resize(cells, bytes_);
         fields_[0].resize(n, bytes_);
         fields_[1].resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
-        const auto [x, z] = strips();
-        sources_interior_ = true;
-        for (const auto& op : s_.shots)
-            for (const PointWeight& p : op.source)
-                sources_interior_ = sources_interior_ && k::cuda::step_interior_contains<T, ORDER>(g_, x, z, p.index);
+        sources_interior_ = sources_interior(s_);
         // the forward takes its steps in pairs where it can (without kept levels, or with levels that are its
         // Ey): a middle buffer for the first's fields
-        pairs_possible_ = sources_interior_ && k::cuda::step_pair_applies<T, ORDER>(g_, x, z, opt_.cuda);
+        pairs_possible_ = pairs_possible(s_, opt_);
         if (pairs_possible_ && (!gradient || levels_are_ey(!host_levels_)))
             mid_.resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
         std::size_t rows = 0;

@@ -13,6 +13,7 @@
 #include "cuda_engine.cuh"
 #include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/dispatch.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 
 namespace gprfwi {
@@ -51,6 +52,7 @@ protected:
         });
     }
     /// Each engine has a stream of its own: the shot groups' time loops run at once.
+    BackendKind backend() const override { return BackendKind::cuda; }
     bool concurrent_groups() const override { return true; }
 
 private:
@@ -93,6 +95,13 @@ int default_cuda_device() {
     for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
         if (const char* v = std::getenv(var)) return count > 0 ? std::atoi(v) % count : 0;
     return 0;
+}
+
+MemoryEstimate cuda_memory_plan(const PropagationSetup& group, const PropagatorOptions& options, bool gradient,
+                                bool levels_on_device) {
+    return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() {
+        return CudaEngine<T, ORDER, Stored>::plan(group, options, gradient, levels_on_device);
+    });
 }
 
 std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions& options) {

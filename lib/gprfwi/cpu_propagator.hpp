@@ -13,6 +13,7 @@ public:
 
 protected:
     std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options) override;
+    BackendKind backend() const override { return BackendKind::cpu; }
 };
 
 }  // namespace gprfwi

@@ -113,6 +113,9 @@ public:
     virtual SecondOrderResult second_order_adjoint(const InternalTraces& source, const InternalTraces& d_source);
     /// Where the kept levels of the last forward(true) live, in words.
     virtual std::string level_storage() const = 0;
+    /// The bytes its arrays hold now (a GPU engine's on its device), which
+    /// its backend's memory plan counts (memory_plan.hpp).
+    virtual std::size_t bytes_held() const = 0;
     /// What the last forward() did beyond its timings (RunTimings copies it).
     const EngineNotes& notes() const { return notes_; }
 
@@ -157,6 +160,7 @@ public:
     HessianResult hessian(const Model& model, const Survey& survey, const Misfit& misfit, const ModelDirection& v,
                           HessianKind kind) override;
     MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
+    std::size_t workspace_bytes() const override;
     /// Binds the workspace to the batch as a call's start would (begin_call).
     void reserve(const Model& model, const Survey& survey, bool gradient) override;
 
@@ -165,6 +169,8 @@ protected:
     /// An engine for shot groups of `setup` with these `options` (both
     /// outlive it, and are refilled before each prepare()).
     virtual std::unique_ptr<Engine> make_engine(const PropagationSetup& setup, const PropagatorOptions& options) = 0;
+    /// The backend its engines are (whose memory plan estimate_memory reads).
+    virtual BackendKind backend() const = 0;
     /// Destroys the workspace's engines: a backend whose engines refer to
     /// its own members calls it in its destructor, before those go.
     void drop_workspace();

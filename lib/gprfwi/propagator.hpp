@@ -184,18 +184,25 @@ struct RunTimings {
     bool background_kept = false;
 };
 
+/// The memory a call holds, from its backend's memory plan (memory_plan.hpp):
+/// on a GPU its device memory, on the CPU the host memory of its engine and
+/// of the call's traces.
 struct MemoryEstimate {
-    std::size_t fields_bytes = 0;     // wavefields, memory variables, coefficients
-    std::size_t snapshot_bytes = 0;   // forward fields kept for the gradient
-    std::size_t traces_bytes = 0;
+    std::size_t fields_bytes = 0;     // wavefields, memory variables, coefficients, CPML, point operators
+    std::size_t snapshot_bytes = 0;   // forward levels kept for the gradient, checkpoints
+    std::size_t traces_bytes = 0;     // traces and wavelets at the internal rate
+    /// Kept levels a GPU holds in page-locked host memory (storage: host; with
+    /// storage: disk, the slots they pass through), not in total().
+    std::size_t host_snapshot_bytes = 0;
     std::size_t total() const { return fields_bytes + snapshot_bytes + traces_bytes; }
+    MemoryEstimate& operator+=(const MemoryEstimate& o) {
+        fields_bytes += o.fields_bytes;
+        snapshot_bytes += o.snapshot_bytes;
+        traces_bytes += o.traces_bytes;
+        host_snapshot_bytes += o.host_snapshot_bytes;
+        return *this;
+    }
 };
-
-/// Bytes a batch needs, from its sizes: padded grid, internal steps, shots,
-/// receivers in all, the snapshot interval in use (>= 1), and the options.
-MemoryEstimate estimate_batch_memory(const PaddedGrid& grid, int nt_internal, std::size_t shots,
-                                     std::size_t receivers, int interval, const PropagatorOptions& options,
-                                     bool gradient);
 
 class Propagator {
 public:
@@ -239,12 +246,16 @@ public:
     /// its results do not depend on what was reserved. The base does nothing.
     virtual void reserve(const Model& model, const Survey& survey, bool gradient);
 
-    /// Bytes a forward (gradient = false) or gradient run of this batch needs.
+    /// Bytes a forward (gradient = false) or gradient run of this batch
+    /// needs: its backend's memory plan (memory_plan.hpp).
     virtual MemoryEstimate estimate_memory(const Model& model, const Survey& survey,
                                            bool gradient) const = 0;
 
     /// Largest device memory one run of this propagator has held (0 on the CPU).
     virtual std::size_t peak_device_bytes() const { return 0; }
+    /// The memory its workspace holds now (a GPU's device memory; the CPU
+    /// engine's host memory), which a call's memory plan counts.
+    virtual std::size_t workspace_bytes() const { return 0; }
 
     /// Phases of the last forward or gradient call.
     const RunTimings& last_timings() const { return timings_; }

@@ -34,6 +34,8 @@ public:
     }
 
     int interval() const { return interval_; }
+    /// The values its memory holds.
+    std::size_t capacity() const { return data_.capacity(); }
     bool kept(int level) const { return level > 0 && level % interval_ == 0; }
     /// Storage of a kept level (level_size values), or nullptr.
     Stored* level(int level) {

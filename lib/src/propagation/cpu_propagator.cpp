@@ -27,6 +27,7 @@
 #include "gprfwi/dispatch.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/kernels.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "gprfwi/snapshots.hpp"
 
 namespace gprfwi {
@@ -323,6 +324,68 @@ public:
 
     std::string level_storage() const override { return "host memory (CPU backend)"; }
 
+    std::size_t bytes_held() const override {
+        std::size_t values = 0, stored = 0, doubles = 0;
+        auto fields = [&](const FieldArrays<T>& f) {
+            for (auto* a : {&f.ey, &f.hx, &f.hz, &f.psi_ey_x, &f.psi_ey_z, &f.psi_hz_x, &f.psi_hx_z}) values += a->capacity();
+        };
+        for (const std::vector<T>* a : {&ca_, &cb_, &cq_, &dca_, &dcb_, &dcb_over_cb_, &prev_}) values += a->capacity();
+        for (const auto* axis : {&x_, &z_})
+            if (*axis)
+                for (auto* a : {&(*axis)->ik_int, &(*axis)->a_int, &(*axis)->b_int, &(*axis)->ik_half, &(*axis)->a_half,
+                                &(*axis)->b_half})
+                    values += a->capacity();
+        for (const FieldArrays<T>* f : {&fields_, &adjoint_, &born_, &second_, &recomputed_}) fields(*f);
+        for (const std::vector<T>& a : scratch_) values += a.capacity();
+        for (const auto* kept : {&checkpoints_, &saved_})
+            for (const FieldArrays<T>& f : *kept) fields(f);
+        for (const auto* store : {&store_, &dstore_})
+            if (*store) stored += (*store)->capacity();
+        stored += window_.capacity();
+        doubles += scales_.capacity();
+        for (const Sums& sum : sums_)
+            for (auto* a : {&sum.prev, &sum.next, &sum.illumination, &sum.dprev, &sum.dnext}) doubles += a->capacity();
+        return values * sizeof(T) + stored * sizeof(Stored) + doubles * sizeof(double);
+    }
+
+    /// What bytes_held() comes to after a forward (or a gradient's forward
+    /// and adjoint) over `s` in a fresh engine: the arrays of prepare(),
+    /// forward() and adjoint(), one term each; and the call's traces (the
+    /// caller's), with the adjoint source beside them in a gradient.
+    static MemoryEstimate plan(const PropagationSetup& s, const PropagatorOptions& o, bool gradient) {
+        const std::size_t cells = s.grid.storage_size(), shots = s.shots.size(), n = cells * shots;
+        const auto nt = static_cast<std::size_t>(s.time.nt_internal);
+        std::size_t profiles = 0, rows = 0;
+        for (const CpmlAxisProfile* p : {&s.cpml_x, &s.cpml_z})
+            for (auto* a : {&p->inv_kappa_int, &p->a_int, &p->b_int, &p->inv_kappa_half, &p->a_half, &p->b_half})
+                profiles += a->size();
+        for (const ShotOperators& op : s.shots) rows += op.receivers.size();
+        MemoryEstimate e;
+        e.fields_bytes = (3 * cells + profiles + 7 * n) * sizeof(T);  // ca, cb, cq; the CPML; the forward's fields
+        e.traces_bytes = rows * nt * sizeof(double) * (gradient ? 2 : 1);
+        if (!gradient) return e;
+        const auto groups = static_cast<std::size_t>(resolve_shot_groups(o, shots, s.grid));
+        // the adjoint's fields and scratch; each shot group's imaging sums
+        e.fields_bytes += 11 * n * sizeof(T) + groups * (o.illumination ? 3 : 2) * cells * sizeof(double);
+        const std::size_t levels = nt / static_cast<std::size_t>(s.snapshot_interval);
+        if constexpr (kScaledStorage<Stored>) e.fields_bytes += levels * shots * sizeof(double);
+        const std::size_t state = 7 * n * sizeof(T);
+        if (const int slots = s.binomial_slots) {
+            // the schedule's saved states (those it stores), the current state and Ey^m, Ey^{m+1}
+            int saved = 0;
+            for (const CheckpointAction& a : binomial_schedule(s.time.nt_internal, slots))
+                if (a.kind == CheckpointAction::store) saved = std::max(saved, a.slot + 1);
+            e.snapshot_bytes = (static_cast<std::size_t>(saved) + 1) * state + 2 * n * sizeof(Stored);
+        } else if (const int c = s.checkpoint_steps) {
+            // a state per segment, the current state, and one segment's levels
+            const std::size_t segments = (nt + static_cast<std::size_t>(c) - 1) / static_cast<std::size_t>(c);
+            e.snapshot_bytes = (segments + 1) * state + static_cast<std::size_t>(c + 1) * n * sizeof(Stored);
+        } else {
+            e.snapshot_bytes = levels * n * sizeof(Stored);
+        }
+        return e;
+    }
+
 private:
     k::MaterialView<T> materials() const { return {ca_.data(), cb_.data(), cq_.data()}; }
 
@@ -480,6 +543,12 @@ private:
 };
 
 }  // namespace
+
+MemoryEstimate cpu_memory_plan(const PropagationSetup& batch, const PropagatorOptions& options, bool gradient) {
+    return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() {
+        return CpuEngine<T, ORDER, Stored>::plan(batch, options, gradient);
+    });
+}
 
 CpuPropagator::CpuPropagator(const PropagatorOptions& options) : EnginePropagator(options) {
     options_.validate();

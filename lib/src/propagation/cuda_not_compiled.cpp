@@ -2,6 +2,7 @@
 
 #include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/memory_plan.hpp"
 
 namespace gprfwi {
 
@@ -19,5 +20,6 @@ std::vector<std::string> cuda_device_names() { return {}; }
 int default_cuda_device() { return 0; }
 std::unique_ptr<Propagator> make_cuda_propagator(const PropagatorOptions&) { not_compiled(); }
 double cuda_copy_bandwidth(std::size_t) { not_compiled(); }
+MemoryEstimate cuda_memory_plan(const PropagationSetup&, const PropagatorOptions&, bool, bool) { not_compiled(); }
 
 }  // namespace gprfwi

@@ -20,9 +20,9 @@
 
 #include <fmt/format.h>
 
-#include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "parallel/parallel_arrays.hpp"
 #include "core/timing.hpp"
 
@@ -241,6 +241,13 @@ public:
     InternalTraces slice(const InternalTraces& all, int g) const {
         return InternalTraces(all.begin() + static_cast<std::ptrdiff_t>(begin(g)),
                               all.begin() + static_cast<std::ptrdiff_t>(begin(g + 1)));
+    }
+    /// What the engines hold, released ones included (Engine::bytes_held).
+    std::size_t bytes_held() const {
+        std::size_t bytes = 0;
+        for (const auto& sl : slots_)
+            if (sl->engine) bytes += sl->engine->bytes_held();
+        return bytes;
     }
     /// Where the groups kept their levels: one text where all agree.
     std::string level_storage() {
@@ -479,58 +486,9 @@ HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey
 }
 
 MemoryEstimate EnginePropagator::estimate_memory(const Model& model, const Survey& survey, bool gradient) const {
-    const PaddedGrid g(model.grid, options_.cpml.widths);
-    const TimeStepping t = plan_time_stepping(model, survey, options_.stencil_order, options_.allow_substeps);
-    std::size_t receivers = 0;
-    for (const Shot& shot : survey.shots) receivers += shot.receivers.size();
-    const int interval = options_.snapshots.interval > 0 ? options_.snapshots.interval
-                                                         : auto_snapshot_interval(survey, t.dt_internal);
-    return estimate_batch_memory(g, t.nt_internal, survey.shots.size(), receivers, interval, options_, gradient);
+    return plan_batch_memory(PropagationSetup::build(model, survey, options_), options_, gradient, backend());
 }
 
-MemoryEstimate estimate_batch_memory(const PaddedGrid& g, int nt_internal, std::size_t shots, std::size_t receivers,
-                                     int interval, const PropagatorOptions& options, bool gradient) {
-    const std::size_t word = options.precision == Precision::single ? 4 : 8;
-    const std::size_t level = g.storage_size() * shots;
-    MemoryEstimate e;
-    // coefficients (3) + forward fields (7; 11 on a GPU, whose steps read
-    // Ey, Hx, Hz and psi_ey_z from one buffer and write them to another);
-    // gradient: adjoint fields (7; 13 on a GPU, Ey, Hx, Hz, psi_ey_z and
-    // psi_hx_z twice and Ey a third time, for imaging in pairs of steps:
-    // 12 with binomial checkpointing, host levels or fp8), scratch (4) and
-    // two double accumulators summed over the shots (three with
-    // illumination); on a GPU also, at most, the map of the adjoint frame's
-    // receiver nodes (an int per 16 bytes of a level).
-    // A GPU needs the scratch and the map only where its CPML's x strips
-    // are too wide for the adjoint's tiles (kernels::cuda::
-    // adjoint_uses_scratch), counted here all the same: an upper bound.
-    // A GPU's forward also has, where it takes its steps in pairs
-    // (kernels::cuda::step_pair_applies; in a gradient only with every
-    // uncompressed level kept), a middle buffer of 4 arrays: counted for
-    // every such GPU run, an upper bound.
-    // Each shot group (resolve_shot_groups) has its own accumulators, and on
-    // a GPU its own coefficients (an engine a group).
-    const bool cpu = options.backend == BackendKind::cpu;
-    const bool pairs = !cpu && (!gradient || (options.snapshots.compression == SnapshotCompression::none &&
-                                              !options.snapshots.checkpoint_steps && !options.snapshots.binomial_slots));
-    const std::size_t groups = static_cast<std::size_t>(resolve_shot_groups(options, shots, g));
-    e.fields_bytes = (cpu ? 1 : groups) * 3 * g.storage_size() * word + ((cpu ? 7 : 11) + (pairs ? 4 : 0)) * level * word;
-    if (gradient) {
-        e.fields_bytes += ((cpu ? 7 : 13) + 4) * level * word +
-                          groups * (options.illumination ? 3 : 2) * g.storage_size() * sizeof(double);
-        if (!cpu) e.fields_bytes += level * word / 16 * sizeof(int);
-        const auto c = options.snapshots.compression;
-        const std::size_t stored = c == SnapshotCompression::bf16 ? 2 : c == SnapshotCompression::fp8 ? 1 : word;
-        e.snapshot_bytes = static_cast<std::size_t>(nt_internal / interval) * level * stored;
-        if (const int steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, nt_internal)) {
-            const std::size_t segments = static_cast<std::size_t>((nt_internal + steps - 1) / steps);
-            e.snapshot_bytes = segments * 7 * level * word + static_cast<std::size_t>(steps + 1) * level * stored;
-        }
-        if (const int slots = resolve_binomial_slots(options.snapshots.binomial_slots, nt_internal))
-            e.snapshot_bytes = static_cast<std::size_t>(slots) * 7 * level * word + 2 * level * stored;
-    }
-    e.traces_bytes = receivers * static_cast<std::size_t>(nt_internal) * sizeof(double) * (gradient ? 2 : 1);
-    return e;
-}
+std::size_t EnginePropagator::workspace_bytes() const { return workspace_ ? workspace_->bytes_held() : 0; }
 
 }  // namespace gprfwi
