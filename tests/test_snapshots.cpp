@@ -202,7 +202,9 @@ TEST(MemoryPlan, CpuEngineHoldsWhatItsPlanCounts) {
             const MemoryEstimate plan = prop.estimate_memory(model, survey, gradient);
             EXPECT_EQ(prop.workspace_bytes(), plan.fields_bytes + plan.snapshot_bytes) << "gradient " << gradient;
             EXPECT_EQ(plan.host_snapshot_bytes, 0u);
-            if (gradient) EXPECT_GT(plan.snapshot_bytes, 0u);
+            if (gradient) {
+                EXPECT_GT(plan.snapshot_bytes, 0u);
+            }
         }
     }
 }
