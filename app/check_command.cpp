@@ -102,7 +102,7 @@ void run_check(const CheckArgs& a) {
     if (inversion) {
         fmt::print("  inversion {} misfit; eps_r in [{}, {}], sigma in [{}, {}] S/m{}\n", to_string(inversion->misfit),
                    inversion->eps_r_min, inversion->eps_r_max, inversion->sigma_min, inversion->sigma_max,
-                   inversion->taper_radius_m > 0 ? fmt::format("; taper {} m", inversion->taper_radius_m) : "");
+                   inversion->taper_radius_m > 0 ? fmt::format("; taper {:.3g} m", inversion->taper_radius_m) : "");
         for (const StageSpec& s : inversion->stages)
             fmt::print("    stage {}: {}, {}, up to {} iterations\n", s.name,
                        s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
