@@ -22,7 +22,9 @@ public:
     /// per frequency bin f (nfft / 2 + 1 of them) Re and Im of sum conj(S) O
     /// at 2 f and 2 f + 1, then sum |S|^2 at 2 (nfft / 2 + 1) + f.
     std::vector<double>& sums() { return sums_; }
-    int nfft() const { return nfft_; }
+    /// The transforms' length for traces of nt samples (a power of two >= 2
+    /// nt), which fixes the bins of sums().
+    static int fft_size(int nt);
     /// The estimated wavelet, nt samples.
     std::vector<double> estimate(const std::vector<double>& current, double water_level) const;
 

@@ -61,7 +61,7 @@ WaveletProjection::WaveletProjection(MisfitKind kind, std::vector<std::size_t> s
     for (const ShotTraces& t : observed_)
         if (t.nt() != nt_)
             throw SizeMismatch(fmt::format("WaveletProjection: an observed gather has {} samples, not {}", t.nt(), nt_));
-    nfft_ = fft_length(2 * nt_);  // (WaveletEstimator's, whose sums fit() adds up over the ranks)
+    nfft_ = WaveletEstimator::fft_size(nt_);  // the bins of the sums fit() adds up over the ranks
     const std::size_t nf = static_cast<std::size_t>(nfft_ / 2 + 1);
     const ZeroPhaseLowpass lowpass(cutoff_hz, dt);
     power_.resize(nf);

@@ -8,7 +8,9 @@
 
 namespace gprfwi {
 
-WaveletEstimator::WaveletEstimator(int nt) : nt_(nt), nfft_(fft_length(2 * nt)) {
+int WaveletEstimator::fft_size(int nt) { return fft_length(2 * nt); }
+
+WaveletEstimator::WaveletEstimator(int nt) : nt_(nt), nfft_(fft_size(nt)) {
     if (nt < 1) throw InvalidArgument("WaveletEstimator: nt must be >= 1");
     sums_.assign(static_cast<std::size_t>(3 * (nfft_ / 2 + 1)), 0.0);
 }
