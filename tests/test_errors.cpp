@@ -51,6 +51,30 @@ TEST_F(Errors, UnstableTimeStepShowsTheLimit) {
     EXPECT_NE(msg.find(limit), std::string::npos) << msg;
 }
 
+// A call checks the model in the same pass that finds its least eps_r mu_r;
+// a bad value is still reported at the first node at fault, in the order
+// eps_r, sigma, mu_r, and an array of the wrong size before any value.
+TEST_F(Errors, BadModelValuesNameTheFirstNodeAtFault) {
+    Model bad = model;
+    bad.sigma(7, 12) = NAN;
+    bad.sigma(3, 20) = -1.0;
+    bad.mu_r(2, 2) = 0.0;
+    std::string msg = message_of<InvalidArgument>([&] { prop.forward(bad, survey); });
+    EXPECT_NE(msg.find("model sigma at node (iz=3, ix=20) is -1"), std::string::npos) << msg;
+    bad.eps_r(19, 29) = 0.5;
+    msg = message_of<InvalidArgument>([&] { prop.forward(bad, survey); });
+    EXPECT_NE(msg.find("model eps_r at node (iz=19, ix=29) is 0.5"), std::string::npos) << msg;
+    bad = model;
+    bad.mu_r(0, 1) = 0.0;
+    msg = message_of<InvalidArgument>([&] { prop.forward(bad, survey); });
+    EXPECT_NE(msg.find("model mu_r at node (iz=0, ix=1) is 0"), std::string::npos) << msg;
+    bad = model;
+    bad.eps_r(5, 5) = INFINITY;
+    bad.sigma = Array2D(grid.nz, grid.nx + 1, 0.0);
+    msg = message_of<SizeMismatch>([&] { prop.forward(bad, survey); });
+    EXPECT_NE(msg.find("model array sigma is [20][31]"), std::string::npos) << msg;
+}
+
 TEST_F(Errors, PositionsOutsideTheModelNameTheShotAndPoint) {
     survey.shots[0].receivers.push_back({1.6, 0.2});  // model is 1.45 m wide
     const auto msg = message_of<PositionOutsideModel>([&] { prop.forward(model, survey); });

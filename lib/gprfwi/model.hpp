@@ -20,6 +20,8 @@ struct Model {
     void validate() const;
 
     double min_eps_mu() const;  // min over nodes of eps_r*mu_r
+    /// validate() and min_eps_mu() in one pass over the arrays.
+    double checked_min_eps_mu() const;
     double max_eps_mu() const;  // max over nodes of eps_r*mu_r
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <fmt/format.h>
 
 #include "gprfwi/constants.hpp"
@@ -98,6 +99,26 @@ void Model::validate() const {
     check_array(eps_r, grid, "eps_r", 1.0, true);
     check_array(sigma, grid, "sigma", 0.0, true);
     check_array(mu_r, grid, "mu_r", 0.0, false);
+}
+
+double Model::checked_min_eps_mu() const {
+    grid.validate();
+    for (const auto& [a, name] : {std::pair{&eps_r, "eps_r"}, {&sigma, "sigma"}, {&mu_r, "mu_r"}})
+        if (a->nz() != grid.nz || a->nx() != grid.nx)
+            throw SizeMismatch(fmt::format("model array {} is [{}][{}], grid is [nz={}][nx={}]", name, a->nz(),
+                                           a->nx(), grid.nz, grid.nx));
+    // validate()'s checks and min_eps_mu() in one pass over the three arrays
+    double v = INFINITY;
+    bool all_ok = true;
+    const double *e = eps_r.data(), *s = sigma.data(), *m = mu_r.data();
+#pragma omp parallel for reduction(min : v) reduction(&& : all_ok) schedule(static)
+    for (std::size_t i = 0; i < eps_r.size(); ++i) {
+        all_ok = all_ok && std::isfinite(e[i]) && e[i] >= 1.0 && std::isfinite(s[i]) && s[i] >= 0.0 &&
+                 std::isfinite(m[i]) && m[i] > 0.0;
+        v = std::min(v, e[i] * m[i]);
+    }
+    if (!all_ok) validate();  // throws, naming the first node at fault
+    return v;
 }
 
 double Model::min_eps_mu() const {

@@ -75,11 +75,10 @@ double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
 PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey, const PropagatorOptions& options,
                                          std::shared_ptr<MaterialCoefficients> recycle) {
     options.validate();
-    model.validate();
+    const double min_eps_mu = model.checked_min_eps_mu();
     survey.validate();
     PropagationSetup s;
     s.grid = PaddedGrid(model.grid, options.cpml.widths);
-    const double min_eps_mu = model.min_eps_mu();
     s.time = plan_time_stepping(model.grid, min_eps_mu, survey.dt, survey.nt, options.stencil_order,
                                 options.allow_substeps);
     s.snapshot_interval = options.snapshots.interval > 0 ? options.snapshots.interval
