@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -136,14 +137,15 @@ PropagatorOptions double_options(int order, int pml) {
     return o;
 }
 
-std::vector<Call> changing_calls(int order) {
+std::vector<Call> changing_calls(int order, int steps_divisor) {
     const Grid g{60, 48, 0.02, 0.025}, other{72, 41, 0.02, 0.025};
     const Model a = heterogeneous_model(g, 5), b = heterogeneous_model(g, 6), c = heterogeneous_model(other, 7);
     const double dt = 0.9 * cfl_limit(g, 2.0, order);  // (2: the models' least eps_r)
-    const Survey four = random_survey(g, 4, 1, 3, 160, 3e8, dt, 11);
-    const Survey two = random_survey(g, 2, 2, 5, 160, 4e8, dt, 12);
-    const Survey six_longer = random_survey(g, 6, 1, 2, 200, 3e8, dt, 13);
-    const Survey three_other_grid = random_survey(other, 3, 1, 4, 180, 3e8, dt, 14);
+    const int d = std::max(steps_divisor, 1);
+    const Survey four = random_survey(g, 4, 1, 3, 160 / d, 3e8, dt, 11);
+    const Survey two = random_survey(g, 2, 2, 5, 160 / d, 4e8, dt, 12);
+    const Survey six_longer = random_survey(g, 6, 1, 2, 200 / d, 3e8, dt, 13);
+    const Survey three_other_grid = random_survey(other, 3, 1, 4, 180 / d, 3e8, dt, 14);
     std::vector<Call> calls;
     auto add = [&](std::string what, const Model& m, const Survey& s, bool gradient, bool illumination = false) {
         calls.push_back({std::move(what), m, s, random_traces(s, static_cast<std::uint32_t>(calls.size())), gradient,

@@ -78,8 +78,11 @@ struct Call {
 /// Calls that change, from one to the next, everything a propagator keeps
 /// between calls: the model, the receivers and wavelets, fewer and then more
 /// shots than at first, a longer record, the illumination, forward-only
-/// calls between gradients, another grid and back (stencil `order`).
-std::vector<Call> changing_calls(int order);
+/// calls between gradients, another grid and back (stencil `order`). The
+/// records are `steps_divisor` times shorter than the 160 to 200 steps they
+/// have by default (the sanitizer build's 5x slower steps; the buffers that
+/// a call keeps or grows are the same).
+std::vector<Call> changing_calls(int order, int steps_divisor = 1);
 
 /// What a call returned, flattened.
 struct CallResult {
