@@ -16,9 +16,9 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
-#include <set>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #include "cuda_check.hpp"
 #include "gprfwi/checkpoint_schedule.hpp"
 #include "gprfwi/cuda_backend.hpp"
@@ -877,16 +877,19 @@ public:
         const auto nt = static_cast<std::size_t>(s.time.nt_internal);
         // the point operators as DeviceSparse flattens them: receiver nodes are distinct (shot, node) pairs
         std::size_t sources = 0, rows = 0, weights = 0, wavelet = 0;
-        std::set<std::pair<std::size_t, std::size_t>> nodes;
+        std::vector<std::pair<std::size_t, std::size_t>> nodes;  // (shot, node) of every receiver weight
         for (std::size_t si = 0; si < shots; ++si) {
             const ShotOperators& op = s.shots[si];
             sources += op.source.size();
             rows += op.receivers.size();
-            for (const auto& r : op.receivers)
-                for (const PointWeight& w : r) nodes.emplace(si, w.index);
-            for (const auto& r : op.receivers) weights += r.size();
+            for (const auto& r : op.receivers) {
+                weights += r.size();
+                for (const PointWeight& w : r) nodes.emplace_back(si, w.index);
+            }
             wavelet += op.wavelet_internal.size();
         }
+        std::sort(nodes.begin(), nodes.end());
+        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
         const std::size_t sparse = sources * (sizeof(int) + sizeof(std::size_t) + sizeof(double)) +
                                    rows * sizeof(int) + (rows + 1) * sizeof(int) +
                                    weights * (sizeof(std::size_t) + 2 * sizeof(double) + sizeof(int)) +

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <fmt/format.h>
 
 #include "gprfwi/constants.hpp"
@@ -76,48 +75,52 @@ Model Model::uniform(const Grid& g, double eps_r, double sigma, double mu_r) {
 }
 
 namespace {
-void check_array(const Array2D& a, const Grid& g, const char* name, double lo, bool lo_inclusive) {
+/// A model array's physical range: finite and above lo (or at it, where inclusive).
+struct ValueRange {
+    double lo;
+    bool inclusive;
+    bool contains(double v) const { return std::isfinite(v) && (inclusive ? v >= lo : v > lo); }
+};
+constexpr ValueRange kEpsRange{1.0, true}, kSigmaRange{0.0, true}, kMuRange{0.0, false};
+
+void check_size(const Array2D& a, const Grid& g, const char* name) {
     if (a.nz() != g.nz || a.nx() != g.nx)
         throw SizeMismatch(fmt::format("model array {} is [{}][{}], grid is [nz={}][nx={}]", name,
                                        a.nz(), a.nx(), g.nz, g.nx));
-    auto ok = [&](double v) { return std::isfinite(v) && (lo_inclusive ? v >= lo : v > lo); };
-    bool all_ok = true;  // (scanned on all threads; the first bad node then found in order, for the message)
-    const double* v = a.data();
-#pragma omp parallel for reduction(&& : all_ok) schedule(static)
-    for (std::size_t i = 0; i < a.size(); ++i) all_ok = all_ok && ok(v[i]);
-    if (all_ok) return;
+}
+
+/// Throws for the first node of `a` (in row order) outside `range`, if any.
+void check_values(const Array2D& a, const Grid& g, const char* name, ValueRange range) {
     for (int iz = 0; iz < g.nz; ++iz)
         for (int ix = 0; ix < g.nx; ++ix)
-            if (!ok(a(iz, ix)))
+            if (!range.contains(a(iz, ix)))
                 throw InvalidArgument(fmt::format("model {} at node (iz={}, ix={}) is {}; it must be finite and {} {}",
-                                                  name, iz, ix, a(iz, ix), lo_inclusive ? ">=" : ">", lo));
+                                                  name, iz, ix, a(iz, ix), range.inclusive ? ">=" : ">", range.lo));
 }
 }  // namespace
 
-void Model::validate() const {
-    grid.validate();
-    check_array(eps_r, grid, "eps_r", 1.0, true);
-    check_array(sigma, grid, "sigma", 0.0, true);
-    check_array(mu_r, grid, "mu_r", 0.0, false);
-}
+void Model::validate() const { (void)checked_min_eps_mu(); }
 
 double Model::checked_min_eps_mu() const {
     grid.validate();
-    for (const auto& [a, name] : {std::pair{&eps_r, "eps_r"}, {&sigma, "sigma"}, {&mu_r, "mu_r"}})
-        if (a->nz() != grid.nz || a->nx() != grid.nx)
-            throw SizeMismatch(fmt::format("model array {} is [{}][{}], grid is [nz={}][nx={}]", name, a->nz(),
-                                           a->nx(), grid.nz, grid.nx));
-    // validate()'s checks and min_eps_mu() in one pass over the three arrays
+    check_size(eps_r, grid, "eps_r");
+    check_size(sigma, grid, "sigma");
+    check_size(mu_r, grid, "mu_r");
+    // the three arrays' ranges and the least eps_r mu_r in one pass on all threads; the first bad node then
+    // found in order, for the message
     double v = INFINITY;
     bool all_ok = true;
     const double *e = eps_r.data(), *s = sigma.data(), *m = mu_r.data();
 #pragma omp parallel for reduction(min : v) reduction(&& : all_ok) schedule(static)
     for (std::size_t i = 0; i < eps_r.size(); ++i) {
-        all_ok = all_ok && std::isfinite(e[i]) && e[i] >= 1.0 && std::isfinite(s[i]) && s[i] >= 0.0 &&
-                 std::isfinite(m[i]) && m[i] > 0.0;
+        all_ok = all_ok && kEpsRange.contains(e[i]) && kSigmaRange.contains(s[i]) && kMuRange.contains(m[i]);
         v = std::min(v, e[i] * m[i]);
     }
-    if (!all_ok) validate();  // throws, naming the first node at fault
+    if (!all_ok) {
+        check_values(eps_r, grid, "eps_r", kEpsRange);
+        check_values(sigma, grid, "sigma", kSigmaRange);
+        check_values(mu_r, grid, "mu_r", kMuRange);
+    }
     return v;
 }
 
