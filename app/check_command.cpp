@@ -14,7 +14,6 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "gprfwi/config.hpp"
-#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
@@ -63,9 +62,7 @@ void run_check(const CheckArgs& a) {
                    c.noise.seed);
     const int ranks = a.ranks > 0 ? a.ranks : parallel::place().size;
     // the memory plan of each rank's first batch, on the backend a run here would use
-    const BackendKind backend = o.backend != BackendKind::automatic ? o.backend
-                                : cuda_device_count() > 0       ? BackendKind::cuda
-                                                                : BackendKind::cpu;
+    const BackendKind backend = resolve_backend(o.backend);
     fmt::print("  ranks     {} (each binds GPU local_rank % GPUs per node); memory of a batch on the {} backend{}\n",
                ranks, to_string(backend),
                backend == BackendKind::cuda ? " (device memory, kept levels where the storage puts them)" : "");

@@ -38,6 +38,9 @@ const char* to_string(SnapshotStorage s);
 const char* to_string(Precision p);
 const char* to_string(BackendKind b);
 const char* to_string(SnapshotCompression c);
+/// The backend a run with `requested` gets here: `automatic` is CUDA where a
+/// GPU is visible, else the CPU.
+BackendKind resolve_backend(BackendKind requested);
 
 struct SnapshotOptions {
     /// Keep the forward field every `interval` internal steps. 1 is exact;

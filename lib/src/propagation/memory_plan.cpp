@@ -3,14 +3,13 @@
 
 #include "gprfwi/memory_plan.hpp"
 
-#include "gprfwi/cuda_backend.hpp"
 #include "gprfwi/engine.hpp"
 
 namespace gprfwi {
 
 MemoryEstimate plan_batch_memory(const PropagationSetup& batch, const PropagatorOptions& options, bool gradient,
                                  BackendKind backend) {
-    if (backend == BackendKind::automatic) backend = cuda_device_count() > 0 ? BackendKind::cuda : BackendKind::cpu;
+    backend = resolve_backend(backend);
     if (backend == BackendKind::cpu) return cpu_memory_plan(batch, options, gradient);
     const auto storage = options.snapshots.storage;
     const bool on_device = storage != SnapshotStorage::host && storage != SnapshotStorage::disk;

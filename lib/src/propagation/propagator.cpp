@@ -26,6 +26,11 @@ BackendKind parse_backend(const std::string& name) {
     throw InvalidArgument(fmt::format("backend must be 'auto', 'cpu' or 'cuda', got '{}'", name));
 }
 
+BackendKind resolve_backend(BackendKind requested) {
+    if (requested != BackendKind::automatic) return requested;
+    return cuda_device_count() > 0 ? BackendKind::cuda : BackendKind::cpu;
+}
+
 SnapshotCompression parse_compression(const std::string& name) {
     if (name == "none") return SnapshotCompression::none;
     if (name == "bf16") return SnapshotCompression::bf16;
@@ -190,9 +195,7 @@ double LinearFunctional::evaluate(const Traces& synthetic, Traces& adjoint_sourc
 
 std::unique_ptr<Propagator> make_propagator(const PropagatorOptions& options) {
     options.validate();
-    if (options.backend == BackendKind::cuda ||
-        (options.backend == BackendKind::automatic && cuda_device_count() > 0))
-        return make_cuda_propagator(options);
+    if (resolve_backend(options.backend) == BackendKind::cuda) return make_cuda_propagator(options);
     return std::make_unique<CpuPropagator>(options);
 }
 
