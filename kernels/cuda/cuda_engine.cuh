@@ -4,16 +4,9 @@
 // every step a sequence of kernels on one stream; kept levels on the
 // device, in a ring of page-locked host buffers, or on disk.
 #include <cuda_runtime.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <future>
 #include <string>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -29,6 +22,7 @@
 #include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 #include "device_data.cuh"
+#include "level_ring.cuh"
 
 namespace gprfwi {
 // Internal to the CUDA backend (cuda_propagator.cu includes it).
@@ -40,20 +34,15 @@ template <typename T, int ORDER, typename Stored>
 class CudaEngine final : public Engine {
 public:
     CudaEngine(const PropagationSetup& s, const PropagatorOptions& o, int device, DeviceTally& tally)
-        : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally, o.cuda.poison_device_memory) {
+        : s_(s), opt_(o), device_(device), tally_(tally), bytes_(tally, o.cuda.poison_device_memory), ring_(device) {
         GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
         GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
     ~CudaEngine() override {
-        finish_disk_transfers();
         if (flags_host_) cudaFreeHost(flags_host_);
         // (a failed call here would leave CUDA's last error set for the next engine)
-        for (auto* list : {&written_, &copied_, &ready_, &consumed_})
-            for (cudaEvent_t e : *list)
-                if (e) cudaEventDestroy(e);
         for (cudaEvent_t e : checked_)
             if (e) cudaEventDestroy(e);
-        if (copy_stream_) cudaStreamDestroy(copy_stream_);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -76,8 +65,7 @@ public:
     }
 
     void release() override {
-        finish_disk_transfers();
-        scratch_.close_and_remove();
+        ring_.release();
         drop_l2_window();
         coefs_.release();
         cq_.release();
@@ -91,8 +79,6 @@ public:
         max_scratch_.release();
         hi_planes_.release();
         levels_.release();
-        ring_.release();
-        pinned_.release();
         for (auto* a : {&traces_host_, &g_prev_host_, &g_next_host_, &illumination_host_}) a->release();
         for (auto* f : {&born_[0], &born_[1]}) f->release();
         for (auto* a : {&dca_, &dcb_over_cb_, &dcb_}) a->release();
@@ -357,8 +343,7 @@ public:
         const k::AdjointScratch<T> scratch{q_x_.get(), q_z_.get(), p_x_.get(), p_z_.get()};
         const auto x = x_.view(), z = z_.view();
         zero_adjoint_state(paired);
-        if (host_levels_)
-            for (int j = n_levels_; j >= 1 && j > n_levels_ - kRing; --j) prefetch(j);
+        if (host_levels_) ring_.start_reading();
         int injected = -1;  // the step whose adjoint source the step before added (k::cuda::AdjointSparse)
         // adjoint step m, imaging with kept levels j_prev = m, j_next = m+1 (0: not kept) at prev, next; `last`:
         // the last step whose levels are resident with these (the imaging leaves nothing to the next step)
@@ -424,11 +409,8 @@ public:
         steps.adjoint_kept = [&](int m) {
             const int j_prev = kept_index(m), j_next = kept_index(m + 1);
             adjoint_step(m, j_prev, level_for_reading(j_prev), j_next, level_for_reading(j_next), m == 0);
-            // level m+1 was used for the last time: its ring slot takes the level kRing below
-            if (j_next && host_levels_) {
-                GPRFWI_CUDA_CHECK(cudaEventRecord(consumed_[j_next % kRing], stream_));
-                prefetch(j_next - kRing);
-            }
+            // level m+1 was used for the last time: its ring slot takes the level a ring below
+            if (j_next && host_levels_) ring_.consumed(j_next, stream_);
         };
         run_reverse_time(nt, s_.checkpoint_steps, s_.binomial_slots ? &schedule_ : nullptr, steps);
         return adjoint_result();
@@ -472,10 +454,7 @@ public:
         for (std::size_t si = 0; si < s_.shots.size(); ++si)
             out.grad_wavelet_internal[si].assign(gw.begin() + static_cast<std::ptrdiff_t>(si * nt),
                                                  gw.begin() + static_cast<std::ptrdiff_t>((si + 1) * nt));
-        if (disk_) {  // the call's levels are used up: their scratch folder goes (the next call makes its own)
-            finish_disk_transfers();
-            scratch_.close_and_remove();
-        }
+        if (host_levels_) ring_.finish_reading();
         return out;
     }
 
@@ -542,8 +521,7 @@ public:
         if (s_.checkpoint_steps) return "device memory, recomputed from checkpoints every " + std::to_string(s_.checkpoint_steps) + " steps";
         if (s_.binomial_slots)
             return "device memory, recomputed by binomial checkpointing from " + std::to_string(s_.binomial_slots) + " saved states";
-        if (disk_) return "disk (" + scratch_.folder.string() + ", asynchronous reads and writes)";
-        return host_levels_ ? "pinned host memory (copied on a second stream)" : "device memory";
+        return host_levels_ ? ring_.describe() : "device memory";
     }
 
 private:
@@ -643,8 +621,7 @@ private:
         }
         GPRFWI_CUDA_CHECK(cudaStreamSynchronize(stream_));
         settle_checks();
-        if (host_levels_) GPRFWI_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
-        for (int s = 0; s < kRing; ++s) wait_io(s);
+        if (host_levels_) ring_.finish_writing();
         levels_kept_ = keep_levels;
     }
 
@@ -729,89 +706,21 @@ private:
         if (!kScaledStorage<Stored> || !j) return nullptr;
         return scales_.get() + static_cast<std::size_t>(j - 1) * g_.n_shots;
     }
-    Stored* ring_slot(int j) const { return ring_.get() + static_cast<std::size_t>(j % kRing) * batch_size(); }
-    /// Host storage: level j's pinned slot; disk storage: the pinned staging slot it passes through.
-    Stored* host_level(int j) const {
-        return static_cast<Stored*>(pinned_.get()) + static_cast<std::size_t>(disk_ ? j % kRing : j - 1) * batch_size();
-    }
     std::size_t level_bytes() const { return batch_size() * sizeof(Stored); }
-
-    /// Waits for (and rethrows the error of) the disk transfer through staging slot s.
-    void wait_io(int s) {
-        if (io_[s].valid()) io_[s].get();
-    }
-
-    /// Writes (write = true) or reads kept level j at its place in the scratch file.
-    void disk_transfer(int j, Stored* buffer, bool write) const {
-        const std::size_t total = level_bytes();
-        const off_t offset = static_cast<off_t>(static_cast<std::size_t>(j - 1) * total);
-        auto* p = reinterpret_cast<char*>(buffer);
-        for (std::size_t done = 0; done < total;) {
-            const ssize_t r = write ? pwrite(scratch_.fd, p + done, total - done, offset + static_cast<off_t>(done))
-                                    : pread(scratch_.fd, p + done, total - done, offset + static_cast<off_t>(done));
-            if (r <= 0) {
-                const std::string why = r < 0 ? std::strerror(errno) : "unexpected end of file";
-                std::error_code ec;
-                const auto space = std::filesystem::space(scratch_.folder, ec);
-                throw Error(std::string(write ? "writing" : "reading") + " kept level " + std::to_string(j) + " (" +
-                            std::to_string(total >> 20) + " MiB) in " + scratch_.folder.string() + " failed: " + why +
-                            (ec ? std::string() : "; " + std::to_string(space.available >> 20) + " MiB free there"));
-            }
-            done += static_cast<std::size_t>(r);
-        }
-    }
-
-    /// Where the forward writes kept level j: its device slot, or (host
-    /// storage) a ring slot whose previous copy to the host has finished.
+    /// Where the forward writes kept level j: its device slot, or a slot of the ring.
     Stored* level_for_writing(int j) {
         if (!host_levels_) return levels_.get() + static_cast<std::size_t>(j - 1) * batch_size();
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[j % kRing], 0));
-        return ring_slot(j);
+        return ring_.for_writing(j, stream_);
     }
-    /// After the step that wrote level j: copy it to the host on the copy stream.
+    /// After the step that wrote level j: the ring copies it out.
     void level_written(int j) {
-        if (!host_levels_) return;
-        const int s = j % kRing;
-        GPRFWI_CUDA_CHECK(cudaEventRecord(written_[s], stream_));
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written_[s], 0));
-        if (disk_) wait_io(s);  // the staging slot's previous level is on disk
-        GPRFWI_CUDA_CHECK(cudaMemcpyAsync(host_level(j), ring_slot(j), level_bytes(), cudaMemcpyDeviceToHost, copy_stream_));
-        GPRFWI_CUDA_CHECK(cudaEventRecord(copied_[s], copy_stream_));
-        if (disk_)
-            io_[s] = std::async(std::launch::async, [this, j, s] {
-                GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
-                GPRFWI_CUDA_CHECK(cudaEventSynchronize(copied_[s]));
-                disk_transfer(j, host_level(j), true);
-            });
+        if (host_levels_) ring_.written(j, stream_);
     }
-    /// Host storage: bring level j back into its ring slot once the slot's last
-    /// reader has run.
-    void prefetch(int j) {
-        if (j < 1) return;
-        const int s = j % kRing;
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, consumed_[s], 0));
-        if (!disk_) {
-            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), level_bytes(), cudaMemcpyHostToDevice, copy_stream_));
-            GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[s], copy_stream_));
-            return;
-        }
-        // disk: read into the staging slot, then copy up, off the main thread
-        wait_io(s);
-        io_[s] = std::async(std::launch::async, [this, j, s] {
-            GPRFWI_CUDA_CHECK(cudaSetDevice(device_));
-            GPRFWI_CUDA_CHECK(cudaEventSynchronize(ready_[s]));  // the slot's previous copy up has left it
-            disk_transfer(j, host_level(j), false);
-            GPRFWI_CUDA_CHECK(cudaMemcpyAsync(ring_slot(j), host_level(j), level_bytes(), cudaMemcpyHostToDevice, copy_stream_));
-            GPRFWI_CUDA_CHECK(cudaEventRecord(ready_[s], copy_stream_));
-        });
-    }
-    /// The adjoint's view of kept level j (nullptr for 0), waiting for its copy.
+    /// The adjoint's view of kept level j (nullptr for 0), waiting for the ring's copy in.
     const Stored* level_for_reading(int j) {
         if (!j) return nullptr;
         if (!host_levels_) return levels_.get() + static_cast<std::size_t>(j - 1) * batch_size();
-        if (disk_) wait_io(j % kRing);  // its copy up has been issued
-        GPRFWI_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_[j % kRing], 0));
-        return ring_slot(j);
+        return ring_.for_reading(j, stream_);
     }
 
     /// Whether the adjoint images its steps in pairs (k::cuda::PairedImaging),
@@ -927,9 +836,10 @@ public:
         } else if (levels_on_device) {
             e.snapshot_bytes = levels * n * sizeof(Stored);
         } else {  // a ring of device slots; every level in pinned host memory, or only the ring's on the way to disk
-            e.snapshot_bytes = static_cast<std::size_t>(kRing) * n * sizeof(Stored);
+            constexpr auto slots = static_cast<std::size_t>(LevelRing<Stored>::kSlots);
+            e.snapshot_bytes = slots * n * sizeof(Stored);
             const bool disk = o.snapshots.storage == SnapshotStorage::disk;
-            e.host_snapshot_bytes = (disk ? static_cast<std::size_t>(kRing) : levels) * n * sizeof(Stored);
+            e.host_snapshot_bytes = (disk ? slots : levels) * n * sizeof(Stored);
         }
         return e;
     }
@@ -1029,20 +939,10 @@ private:
         if (host_levels_) {
             levels_.release();
             checkpoints_.release();
-            if (ring_.resize(static_cast<std::size_t>(kRing) * n, bytes_)) zero_level_halos(ring_);
-            if (disk_) open_scratch_file();
-            else scratch_.close_and_remove();
-            pinned_.reserve(static_cast<std::size_t>(disk_ ? kRing : n_levels_) * n * sizeof(Stored),
-                            "the kept forward levels");
-            if (!copy_stream_) {
-                GPRFWI_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
-                for (auto* list : {&written_, &copied_, &ready_, &consumed_})
-                    for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            }
+            ring_.prepare(n, n_levels_, disk_, opt_.snapshots.scratch_dir, bytes_,
+                          [&](const DeviceArray<Stored>& slots) { zero_level_halos(slots); });
         } else {
             ring_.release();
-            pinned_.release();
-            scratch_.close_and_remove();
             bool fresh = false;
             if (const int slots = s_.binomial_slots) {
                 checkpoints_.resize(static_cast<std::size_t>(slots) * 7 * n, bytes_);  // the saved states
@@ -1074,7 +974,7 @@ private:
             bytes_.poison(stream_);
             sparse_.forget();
             zero_level_halos(levels_);
-            zero_level_halos(ring_);
+            zero_level_halos(ring_.slots());
         }
         const std::size_t cells = g_.shot_stride;
         const double* ca = s_.ca().data();
@@ -1105,42 +1005,6 @@ private:
         z_.upload(s_.cpml_z, bytes_, stream_);
         sparse_.upload(s_, bytes_, stream_);
         if (levels_ready_ && adjoint_scratch()) frame_first_node_.upload(frame_first_nodes(), bytes_, stream_);
-    }
-
-    /// Waits for (and forgets the errors of) any disk transfer still running.
-    void finish_disk_transfers() {
-        for (auto& f : io_)
-            if (f.valid()) try {
-                    f.get();
-                } catch (...) {
-                }
-    }
-
-    /// Disk storage: a folder of its own under the scratch folder, with one file
-    /// sized for every kept level (a gradient's, removed at its end); refuses
-    /// to start when the disk lacks the room.
-    void open_scratch_file() {
-        if (scratch_.fd >= 0) return;
-        std::string base = opt_.snapshots.scratch_dir;
-        if (base.empty()) base = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-        const auto folder = std::filesystem::path(base) / ("gprfwi-levels-" + std::to_string(getpid()) + "-" +
-                                                           std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-        std::error_code ec;
-        std::filesystem::create_directories(folder, ec);
-        if (ec) throw Error("cannot create the scratch folder " + folder.string() + ": " + ec.message());
-        scratch_.folder = folder;
-        const std::size_t need = static_cast<std::size_t>(n_levels_) * level_bytes();
-        const auto space = std::filesystem::space(folder, ec);
-        if (!ec && space.available < need) {
-            scratch_.close_and_remove();
-            throw OutOfMemory("kept forward levels need " + std::to_string(need >> 20) + " MiB in " + folder.string() +
-                              " but only " + std::to_string(space.available >> 20) +
-                              " MiB are free there; choose another snapshots.scratch_dir, bf16 or fp8 levels, a "
-                              "snapshot interval, or checkpointing");
-        }
-        const auto file = folder / "levels.bin";
-        scratch_.fd = open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (scratch_.fd < 0) throw Error("cannot create " + file.string() + ": " + std::strerror(errno));
     }
 
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
@@ -1212,15 +1076,9 @@ private:
     std::vector<CheckpointAction> schedule_;  // binomial checkpointing, for schedule_of_
     std::pair<int, int> schedule_of_{-1, -1};  // (nt_internal, slots)
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or
-    static constexpr int kRing = 4;   // ... a ring of device slots for levels kept in
-    DeviceArray<Stored> ring_;    //     pinned host memory
-    PinnedBlock pinned_;
-    bool host_levels_ = false;
-    bool disk_ = false;                    // disk storage: pinned_ is a staging ring of kRing slots
-    ScratchFile scratch_;                  // its folder and file (declared before io_: outlives the transfers)
-    std::array<std::future<void>, kRing> io_;  // disk transfer through each staging slot
-    cudaStream_t copy_stream_ = nullptr;
-    std::array<cudaEvent_t, kRing> written_{}, copied_{}, ready_{}, consumed_{};
+    LevelRing<Stored> ring_;      // ... in host memory or on disk, through a ring of device slots
+    bool host_levels_ = false;    // the kept levels are the ring's
+    bool disk_ = false;           // ... on disk
     struct PendingCheck {  // a NaN/Inf check whose flags are not read yet (check_finite)
         bool pending = false;
         int step = 0, stamp = 0;
