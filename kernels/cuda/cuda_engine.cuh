@@ -806,7 +806,7 @@ public:
                                    (shots + 1) * sizeof(int);
         std::size_t profiles = 0;  // padded to 4 values (convert_padded)
         for (const CpmlAxisProfile* p : {&s.cpml_x, &s.cpml_z})
-            for (auto* a : {&p->inv_kappa_int, &p->a_int, &p->b_int, &p->inv_kappa_half, &p->a_half, &p->b_half})
+            for (const std::vector<double>* a : p->arrays())
                 profiles += (a->size() + 3) / 4 * 4;
         MemoryEstimate e;
         // ca and cb, cq; the CPML; two buffers of forward fields (7 and 4 arrays); the point operators

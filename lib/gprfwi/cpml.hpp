@@ -10,6 +10,7 @@
 // Profiles at integer and half nodes are separate arrays; where s = 0 they
 // hold kappa = 1, a = 0, so psi stays zero there.
 
+#include <array>
 #include <vector>
 
 #include "gprfwi/grid.hpp"
@@ -45,6 +46,11 @@ struct CpmlAxisProfile {
     std::vector<double> inv_kappa_half, a_half, b_half; // at nodes i + 1/2
     int strip_low_end = 0;     // nodes [0, strip_low_end) may have psi != 0
     int strip_high_begin = 0;  // nodes [strip_high_begin, n) may have psi != 0
+
+    /// The six arrays, in the order of kernels::CpmlAxis's pointers.
+    std::array<const std::vector<double>*, 6> arrays() const {
+        return {&inv_kappa_int, &a_int, &b_int, &inv_kappa_half, &a_half, &b_half};
+    }
 };
 
 /// Profile for an axis of `n` padded nodes with spacing h_m, layer widths

@@ -357,7 +357,7 @@ public:
         const auto nt = static_cast<std::size_t>(s.time.nt_internal);
         std::size_t profiles = 0, rows = 0;
         for (const CpmlAxisProfile* p : {&s.cpml_x, &s.cpml_z})
-            for (auto* a : {&p->inv_kappa_int, &p->a_int, &p->b_int, &p->inv_kappa_half, &p->a_half, &p->b_half})
+            for (const std::vector<double>* a : p->arrays())
                 profiles += a->size();
         for (const ShotOperators& op : s.shots) rows += op.receivers.size();
         MemoryEstimate e;
