@@ -26,61 +26,6 @@ __device__ __forceinline__ void add_born_scatter(const Pack<T, N>& ca, const Pac
     for (int j = 0; j < N; ++j) d_ey.v[j] += born_scattering(dca.v[j], r.v[j], prev.v[j], next.v[j], ca.v[j]);
 }
 
-// One row's updates without CPML terms (the interior's, and the step pairs'):
-
-/// Hx' = Hx - cq * Dz+[Ey] from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]).
-template <typename T, int ORDER, int N>
-__device__ __forceinline__ Pack<T, N> plain_hx(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
-                                               const Pack<T, N>* e) {
-    constexpr int R = ORDER / 2;
-    Pack<T, N> h;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        T dz = forward_difference<T, ORDER>(rows_at(e, R - 1, j));
-        dz *= g.inv_dz;
-        h.v[j] = hx_update(old.v[j], cq.v[j], dz);
-    }
-    return h;
-}
-
-/// Hz' = Hz + cq * Dx+[Ey] at one row (x neighbours by shuffles).
-template <typename T, int ORDER, int N>
-__device__ __forceinline__ Pack<T, N> plain_hz(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
-                                               const Pack<T, N>& ey) {
-    using S = StepShape<T, ORDER>;
-    constexpr int HL = S::HL;
-    T e[S::W];
-    lane_window<N, HL>(ey, e);
-    Pack<T, N> h;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        T dx = forward_difference<T, ORDER>(lanes_at(e, HL * N + j));
-        dx *= g.inv_dx;
-        h.v[j] = hz_update(old.v[j], cq.v[j], dx);
-    }
-    return h;
-}
-
-/// Ey' = ca * Ey + cb * (Dx-[Hz] - Dz-[Hx]) at one row, hx the Hx rows r-R .. r+R-1.
-template <typename T, int ORDER, int N>
-__device__ __forceinline__ Pack<T, N> plain_ey(const GridParams<T>& g, const Pack<T, N>& ey, const Pack<T, N>& ca,
-                                               const Pack<T, N>& cb, const Pack<T, N>& hz, const Pack<T, N>* hx) {
-    using S = StepShape<T, ORDER>;
-    constexpr int R = S::R, HL = S::HL;
-    T h[S::W];
-    lane_window<N, HL>(hz, h);
-    Pack<T, N> e;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        T dx = backward_difference<T, ORDER>(lanes_at(h, HL * N + j));
-        T dz = backward_difference<T, ORDER>(rows_at(hx, R, j));
-        dx *= g.inv_dx;
-        dz *= g.inv_dz;
-        e.v[j] = ey_update(ey.v[j], ca.v[j], cb.v[j], dx, dz);
-    }
-    return e;
-}
-
 /// One marching warp of the forward step: in the interior (ZS false), or in
 /// the z strips (ZS: the rows above and below the interior, over its
 /// columns, where the x-stencils reach no CPML node either), which adds the
@@ -128,8 +73,16 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
     // Hz^{n+1/2} and Ey^{n+1} at row r, from Ey^n at row r (ey_r), the Hx rows r-R .. r+R-1 (hw) and row r's loads
     auto e_row = [&](int r, const Pack<T, N>& ey_r, const Pack<T, N>* hw, const RowLoads<T, N>& l) {
         const Pack<T, N>&hz_old = l.hz, &cq = l.cq, &ca = l.ca, &cb = l.fourth;
-        // Hz^{n+1/2} at row r: Dx+[Ey] (no x CPML in a marching warp's columns)
-        const Pack<T, N> hz = plain_hz<T, ORDER, N>(g, hz_old, cq, ey_r);
+        // Hz^{n+1/2} at row r: Dx+[Ey]
+        T e[S::W];
+        lane_window<N, HL>(ey_r, e);
+        Pack<T, N> hz;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            T dx = forward_difference<T, ORDER>(lanes_at(e, HL * N + j));
+            dx *= g.inv_dx;
+            hz.v[j] = hz_update(hz_old.v[j], cq.v[j], dx);
+        }
         // Ey^{n+1} at row r: Dx-[Hz], Dz-[Hx]
         T h[S::W];
         lane_window<N, HL>(hz, h);

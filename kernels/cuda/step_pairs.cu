@@ -72,6 +72,59 @@ PairLaunch pair_launch(const GridParams<T>& g, const CpmlAxis<T>& x, const CpmlA
     return p;
 }
 
+/// Hx' = Hx - cq * Dz+[Ey] from the Ey rows q-R+1 .. q+R (e[0 .. 2R-1]).
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_hx(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
+                                               const Pack<T, N>* e) {
+    constexpr int R = ORDER / 2;
+    Pack<T, N> h;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dz = forward_difference<T, ORDER>(rows_at(e, R - 1, j));
+        dz *= g.inv_dz;
+        h.v[j] = hx_update(old.v[j], cq.v[j], dz);
+    }
+    return h;
+}
+
+/// Hz' = Hz + cq * Dx+[Ey] at one row (x neighbours by shuffles).
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_hz(const GridParams<T>& g, const Pack<T, N>& old, const Pack<T, N>& cq,
+                                               const Pack<T, N>& ey) {
+    using S = StepShape<T, ORDER>;
+    constexpr int HL = S::HL;
+    T e[S::W];
+    lane_window<N, HL>(ey, e);
+    Pack<T, N> h;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dx = forward_difference<T, ORDER>(lanes_at(e, HL * N + j));
+        dx *= g.inv_dx;
+        h.v[j] = hz_update(old.v[j], cq.v[j], dx);
+    }
+    return h;
+}
+
+/// Ey' = ca * Ey + cb * (Dx-[Hz] - Dz-[Hx]) at one row, hx the Hx rows r-R .. r+R-1.
+template <typename T, int ORDER, int N>
+__device__ __forceinline__ Pack<T, N> plain_ey(const GridParams<T>& g, const Pack<T, N>& ey, const Pack<T, N>& ca,
+                                               const Pack<T, N>& cb, const Pack<T, N>& hz, const Pack<T, N>* hx) {
+    using S = StepShape<T, ORDER>;
+    constexpr int R = S::R, HL = S::HL;
+    T h[S::W];
+    lane_window<N, HL>(hz, h);
+    Pack<T, N> e;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        T dx = backward_difference<T, ORDER>(lanes_at(h, HL * N + j));
+        T dz = backward_difference<T, ORDER>(rows_at(hx, R, j));
+        dx *= g.inv_dx;
+        dz *= g.inv_dz;
+        e.v[j] = ey_update(ey.v[j], ca.v[j], cb.v[j], dx, dz);
+    }
+    return e;
+}
+
 /// A pair warp's source points (of its shot), 32 at a time: lane l holds
 /// point first + l's row, column and term (weight * wavelet[m]).
 template <typename T>
