@@ -3,7 +3,8 @@
 // the mask alone and clamps to the bounds; on a surface survey modelled by
 // the CPU propagator it finds the ground's permittivity from a wrong start;
 // in a campaign it runs once, before the first stage, and writes scan.csv and
-// scan.h5.
+// scan.h5. A fresh campaign measures the observed traces' level against its
+// start's and warns where they differ by more than kAmplitudeWarnFactor.
 
 #include <gtest/gtest.h>
 
@@ -216,6 +217,102 @@ TEST(BackgroundScan, RunsOnceBeforeTheFirstStage) {
     invert(start, spec, again, dir.string(), "", true);
     EXPECT_LT(again.evaluations, lines - 2) << "a resumed campaign scanned again";
     std::filesystem::remove_all(dir);
+}
+
+/// Two sources in one borehole, five receivers in another 2 m away, in a
+/// conductive ground (sigma 0.01 S/m: the direct wave loses about e^-1.7).
+struct Crosshole {
+    Grid g{60, 40, 0.05, 0.05};
+    Survey survey;
+    PropagatorOptions options;
+    Traces observed;
+    explicit Crosshole(const Model& truth) {
+        survey.dt = 0.9 * test::cfl_limit(g, 1.0, 4);
+        survey.nt = static_cast<int>(std::ceil(45e-9 / survey.dt));
+        for (int s = 0; s < 2; ++s) {
+            Shot shot;
+            shot.sources = {Source{{0.4, 0.6 + 0.8 * s}, 1.0}};
+            for (int r = 0; r < 5; ++r) shot.receivers.push_back({2.4, 0.4 + 0.3 * r});
+            shot.wavelet = ricker(survey.nt, survey.dt, 2.0e8);
+            survey.shots.push_back(shot);
+        }
+        options = fix_survey_wide_options(test::double_options(4, 10), truth, survey);
+        options.backend = BackendKind::cpu;
+        options.precision = Precision::single;
+        observed = CpuPropagator(options).forward(truth, survey);
+    }
+};
+
+TEST(StartAmplitudes, TheObjectiveMeasuresTheObservedLevel) {
+    const Grid g{60, 40, 0.05, 0.05};
+    const Model truth = Model::uniform(g, 6.0, 0.01);
+    Crosshole c(truth);
+    DistributedRunner runner(c.survey, c.options, 0);
+    FwiObjective objective(runner, c.observed, MisfitKind::relative);
+    const AmplitudeRatio same = objective.amplitude_ratio(truth);
+    EXPECT_EQ(same.traces, 10);
+    EXPECT_NEAR(same.ratio, 1.0, 1e-12) << "the true model's own traces";
+    // a start whose sigma is four times too low attenuates too little: the observed are weaker than its traces
+    const AmplitudeRatio low = objective.amplitude_ratio(Model::uniform(g, 6.0, 0.0025));
+    EXPECT_LT(low.ratio, 1 / kAmplitudeWarnFactor);
+    const AmplitudeRatio high = objective.amplitude_ratio(Model::uniform(g, 6.0, 0.03));
+    EXPECT_GT(high.ratio, kAmplitudeWarnFactor);
+    // a sigma 20% high attenuates a little too much: stronger observed traces, within the warning's factor
+    const AmplitudeRatio near = objective.amplitude_ratio(Model::uniform(g, 6.0, 0.012));
+    EXPECT_GT(near.ratio, 1.0);
+    EXPECT_LT(near.ratio, kAmplitudeWarnFactor);
+}
+
+/// A flat misfit whose data are a given factor stronger than any model's.
+class Level final : public InversionObjective {
+public:
+    explicit Level(double ratio) : ratio_(ratio) {}
+    double evaluate(const Model& m, const StageSpec&, Array2D& ge, Array2D& gs) override {
+        ge = Array2D(m.grid.nz, m.grid.nx);
+        gs = Array2D(m.grid.nz, m.grid.nx);
+        return 1.0;
+    }
+    AmplitudeRatio amplitude_ratio(const Model&) override {
+        ++asked;
+        return {ratio_, 7};
+    }
+    int asked = 0;
+
+private:
+    double ratio_;
+};
+
+/// A fresh campaign from a ground of 6 over `spec`, against `objective`.
+InversionResult campaign(Level& objective, const InversionSpec& spec, bool resume = false) {
+    const auto dir = std::filesystem::temp_directory_path() / fmt::format("gprfwi-level-{}", ::getpid());
+    if (!resume) std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return invert(air_over_ground(Grid{12, 10, 0.05, 0.05}, 6.0, 0.004), spec, objective, dir.string(), "", resume);
+}
+
+// A fresh campaign measures the level once, before its first stage (and
+// warns where it is off: the log); a resumed one, one that fits the
+// wavelet, or one that scans sigma do not.
+TEST(StartAmplitudes, AFreshCampaignMeasuresTheLevelOnce) {
+    InversionSpec spec = air_masked_spec();
+    Level off(0.3);
+    const InversionResult r = campaign(off, spec);
+    EXPECT_EQ(off.asked, 1);
+    EXPECT_EQ(r.start_amplitudes.ratio, 0.3);
+    EXPECT_EQ(r.start_amplitudes.traces, 7);
+    Level resumed(0.3);
+    EXPECT_EQ(campaign(resumed, spec, true).start_amplitudes.traces, 0);
+    EXPECT_EQ(resumed.asked, 0) << "a resumed campaign measured its start again";
+    InversionSpec scanning = spec;
+    scanning.scan.sigma = true;
+    Level scanned(0.3);
+    campaign(scanned, scanning);
+    EXPECT_EQ(scanned.asked, 0) << "the scan fits sigma's level itself";
+    spec.stages.front().project_wavelet = true;
+    Level fitted(0.3);
+    campaign(fitted, spec);
+    EXPECT_EQ(fitted.asked, 0) << "a fitted wavelet takes up the level";
+    std::filesystem::remove_all(std::filesystem::temp_directory_path() / fmt::format("gprfwi-level-{}", ::getpid()));
 }
 
 }  // namespace

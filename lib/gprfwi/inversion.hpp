@@ -229,6 +229,25 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 inline constexpr double kAutoLowBandOfDominant = 0.5;
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 
+/// The observed traces' amplitude against a model's: the geometric mean over
+/// traces of the ratio of their peaks (observed / modelled), over the traces
+/// where both exceed kAmplitudeFloor of the largest observed peak (dead and
+/// near-silent traces say nothing of the level). A trace's peak is its
+/// strongest arrival (the direct wave between boreholes, the air and ground
+/// waves at the surface), which a start without the ground's structure still
+/// models; its energy would count the reflections that start lacks.
+struct AmplitudeRatio {
+    double ratio = 0;  // 0: no trace to compare
+    long traces = 0;
+};
+inline constexpr double kAmplitudeFloor = 1e-3;
+/// A fresh campaign whose wavelet is known warns where the starting model's
+/// traces are off the observed by more than this factor either way: within
+/// it, what the inversion mends by itself; beyond it, a start whose sigma (or
+/// a wavelet whose amplitude) is off (docs/inversion.md, "Starting
+/// background").
+inline constexpr double kAmplitudeWarnFactor = 2.0;
+
 /// The data misfit J(m) and its gradient in physical units (dJ/d eps_r, dJ/d
 /// sigma per S/m) for a stage's data. Collective: every rank calls it with
 /// the same model and gets the same result.
@@ -264,6 +283,9 @@ public:
     /// Where the stage projects the wavelet out: the wavelet that fits best
     /// at `model` (collective; a forward run), else empty.
     virtual std::vector<double> projected_wavelet(const Model& model, const StageSpec& stage);
+    /// The observed data's amplitude against `model`'s, all of the data
+    /// (collective; a forward run). The default has no traces: ratio 0.
+    virtual AmplitudeRatio amplitude_ratio(const Model& model);
 };
 
 class DistributedRunner;
@@ -291,6 +313,7 @@ public:
     /// With the wavelet projected out, a forward run first fits it.
     int evaluation_propagations(const StageSpec& stage) const override { return stage.project_wavelet ? 3 : 2; }
     std::vector<double> projected_wavelet(const Model& model, const StageSpec& stage) override;
+    AmplitudeRatio amplitude_ratio(const Model& model) override;
 
 private:
     DistributedRunner& runner_;
@@ -362,6 +385,9 @@ long campaign_propagations(const std::vector<HistoryRow>& history);
 struct InversionResult {
     Model model;
     std::vector<HistoryRow> history;
+    /// The observed data's level against the start's, where a fresh campaign
+    /// measured it (it warns beyond kAmplitudeWarnFactor); ratio 0 where not.
+    AmplitudeRatio start_amplitudes;
 };
 
 /// Runs the stages from `start` (or, with resume, from `<out>/checkpoint.h5`),

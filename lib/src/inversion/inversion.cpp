@@ -429,6 +429,32 @@ WaveletProjection& FwiObjective::fitted_projection(const Traces& synthetic, cons
 
 std::vector<double> InversionObjective::projected_wavelet(const Model&, const StageSpec&) { return {}; }
 
+AmplitudeRatio InversionObjective::amplitude_ratio(const Model&) { return {}; }
+
+AmplitudeRatio FwiObjective::amplitude_ratio(const Model& model) {
+    const Traces synthetic = runner_.forward(model);
+    std::vector<double> observed_peak, modelled_peak;
+    for (std::size_t i = 0; i < synthetic.size(); ++i)
+        for (int r = 0; r < synthetic[i].n_receivers(); ++r) {
+            double o = 0, m = 0;
+            const double* a = observed_[i].receiver(r);
+            const double* b = synthetic[i].receiver(r);
+            for (int n = 0; n < synthetic[i].nt(); ++n) o = std::max(o, std::abs(a[n])), m = std::max(m, std::abs(b[n]));
+            observed_peak.push_back(o);
+            modelled_peak.push_back(m);
+        }
+    double largest = 0;
+    for (double o : observed_peak) largest = std::max(largest, o);
+    const double floor = kAmplitudeFloor * parallel::max(largest);
+    double log_sum = 0, count = 0;
+    for (std::size_t k = 0; k < observed_peak.size(); ++k)
+        if (observed_peak[k] > floor && modelled_peak[k] > floor) log_sum += std::log(observed_peak[k] / modelled_peak[k]), ++count;
+    log_sum = parallel::sum(log_sum);
+    count = parallel::sum(count);
+    if (count == 0) return {};
+    return {std::exp(log_sum / count), static_cast<long>(count)};
+}
+
 std::vector<double> FwiObjective::projected_wavelet(const Model& model, const StageSpec& stage) {
     if (!stage.project_wavelet) return {};
     return fitted_projection(runner_.forward(model), stage).filtered(runner_.survey().shots.front().wavelet);
@@ -622,6 +648,30 @@ void write_projected_wavelet(InversionObjective& objective, const Model& model, 
                  stage.name, peak, file);
 }
 
+/// A fresh campaign's look at its start: the observed traces' amplitude
+/// against the starting model's, logged, and a warning where they differ by
+/// more than kAmplitudeWarnFactor. Not where a stage fits the wavelet to the
+/// data (its amplitude then takes up the level), nor where the campaign
+/// scans sigma itself.
+AmplitudeRatio check_start_amplitudes(const Model& start, const InversionSpec& spec, InversionObjective& objective) {
+    if (spec.scan.sigma) return {};
+    for (const StageSpec& st : spec.stages)
+        if (st.estimate_wavelet || st.project_wavelet) return {};
+    const AmplitudeRatio a = objective.amplitude_ratio(start);
+    if (a.traces == 0) return a;
+    const std::string what = fmt::format("the observed traces are {:.3g} times as strong as the starting model's "
+                                         "(geometric mean over {} traces)",
+                                         a.ratio, a.traces);
+    if (a.ratio > kAmplitudeWarnFactor || a.ratio < 1 / kAmplitudeWarnFactor)
+        spdlog::warn("{}: the start's sigma, or the wavelet's amplitude, is likely off (the start attenuates too {}); "
+                     "`inversion.scan: [sigma]` scales sigma to fit the data first, `gprfwi tomography --amplitudes` "
+                     "estimates it (docs/inversion.md, \"Starting background\")",
+                     what, a.ratio < 1 ? "little" : "much");
+    else
+        spdlog::info("{}", what);
+    return a;
+}
+
 /// The background scan before the first stage (InversionSpec::scan):
 /// the scanned model, with scan.csv and scan.h5 written (rank 0).
 Model scan_start(const Model& start, const InversionSpec& spec, InversionObjective& objective, const std::string& out_dir,
@@ -725,6 +775,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::error_code ec;
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
+    if (!resume) result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);
     if (!resume && (spec.scan.eps_r || spec.scan.sigma)) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
     double seconds = state ? state->seconds : 0.0;
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
