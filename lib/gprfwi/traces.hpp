@@ -43,6 +43,9 @@ struct TraceData {
 /// Zero traces shaped like the survey's receivers.
 Traces make_traces(const Survey& survey);
 
+/// The largest |x[n]| of `nt` samples (0 for none).
+double trace_peak(const double* x, int nt);
+
 /// Throws SizeMismatch unless `traces` has the survey's shape.
 void check_traces_match(const Traces& traces, const Survey& survey, const char* what);
 

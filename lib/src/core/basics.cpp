@@ -168,6 +168,12 @@ Traces make_traces(const Survey& survey) {
     return t;
 }
 
+double trace_peak(const double* x, int nt) {
+    double peak = 0;
+    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
+    return peak;
+}
+
 void check_traces_match(const Traces& traces, const Survey& survey, const char* what) {
     if (traces.size() != survey.shots.size())
         throw SizeMismatch(fmt::format("{} has {} shots, survey has {}", what, traces.size(), survey.shots.size()));

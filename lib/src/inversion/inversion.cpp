@@ -436,12 +436,8 @@ AmplitudeRatio FwiObjective::amplitude_ratio(const Model& model) {
     std::vector<double> observed_peak, modelled_peak;
     for (std::size_t i = 0; i < synthetic.size(); ++i)
         for (int r = 0; r < synthetic[i].n_receivers(); ++r) {
-            double o = 0, m = 0;
-            const double* a = observed_[i].receiver(r);
-            const double* b = synthetic[i].receiver(r);
-            for (int n = 0; n < synthetic[i].nt(); ++n) o = std::max(o, std::abs(a[n])), m = std::max(m, std::abs(b[n]));
-            observed_peak.push_back(o);
-            modelled_peak.push_back(m);
+            observed_peak.push_back(trace_peak(observed_[i].receiver(r), synthetic[i].nt()));
+            modelled_peak.push_back(trace_peak(synthetic[i].receiver(r), synthetic[i].nt()));
         }
     double largest = 0;
     for (double o : observed_peak) largest = std::max(largest, o);
@@ -775,8 +771,10 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::error_code ec;
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
-    if (!resume) result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);
-    if (!resume && (spec.scan.eps_r || spec.scan.sigma)) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
+    if (!resume) {
+        result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);
+        if (spec.scan.eps_r || spec.scan.sigma) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
+    }
     double seconds = state ? state->seconds : 0.0;
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
     BackgroundWriter writer;  // rank 0's

@@ -14,6 +14,7 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/numbers.hpp"
 #include "gprfwi/parallel.hpp"
+#include "gprfwi/traces.hpp"
 
 namespace gprfwi {
 
@@ -26,12 +27,6 @@ constexpr double kNoiseTrigger = 5.0;  // ... or this many noise standard deviat
 // level of a wavelet's side lobes (a Ricker's are 45% of its peak) and jump a lobe with the noise.
 constexpr double kMinimumSnr = 20.0;
 constexpr int kQuietSamples = 16;      // the fewest samples before an arrival that measure the noise
-
-double trace_peak(const double* x, int nt) {
-    double peak = 0;
-    for (int n = 0; n < nt; ++n) peak = std::max(peak, std::abs(x[n]));
-    return peak;
-}
 
 /// The standard deviation of a trace's noise over its peak; 0 for a silent trace. From the samples before
 /// the first arrival (a period before the trace first reaches kTrigger of its peak), or where the arrival
@@ -348,9 +343,7 @@ Picks first_arrival_amplitudes(const Traces& traces, double dt, double t0, doubl
             const long n0 = std::max(0L, std::lround((pick - t0) / dt));
             const long n1 = std::min(static_cast<long>(t.nt()), n0 + (3 * period) / 2 + 1);
             if (n0 >= n1) continue;  // a pick past the trace's end
-            const double* x = t.receiver(r);
-            double peak = 0;
-            for (long n = n0; n < n1; ++n) peak = std::max(peak, std::abs(x[n]));
+            const double peak = trace_peak(t.receiver(r) + n0, static_cast<int>(n1 - n0));
             amplitudes[s][static_cast<std::size_t>(r)] = peak > 0 ? peak : kNoPick;
         }
     }
