@@ -154,6 +154,13 @@ std::vector<Call> changing_calls(int order, int steps_divisor) {
     add("gradient, model a, 4 shots", a, four, true);
     add("gradient, model b", b, four, true);
     add("forward, model b", b, four, false);
+    Model b_one_node = b;  // (the coefficients of the call before must not be taken for it)
+    b_one_node.sigma(g.nz - 3, g.nx - 2) *= 1.5;
+    add("forward, model b with one node's sigma raised", b_one_node, four, false);
+    Survey four_finer = four;  // the same model at another time step: its coefficients filled anew
+    four_finer.dt *= 0.8;
+    add("forward, the same model, a finer time step", b_one_node, four_finer, false);
+    add("gradient, the same again (its coefficients kept as they are)", b_one_node, four_finer, true);
     Model magnetic = b;  // (the steps then read cq per node, which the uniform models' calls hold as one value)
     for (int iz = 0; iz < g.nz; ++iz)
         for (int ix = 0; ix < g.nx; ++ix) magnetic.mu_r(iz, ix) = 1.0 + 0.3 * std::exp(-0.01 * ((ix - 25) * (ix - 25) + (iz - 20) * (iz - 20)));

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/error.hpp"
+#include "gprfwi/setup.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -89,6 +91,59 @@ TEST(Workspace, ReservedAheadMatchesNewPropagators) {
                                        std::string(v.name) + ": " + c.what + ", reserved for " + reserved.what);
         }
     }
+}
+
+// A setup given a workspace's last coefficients keeps a copy of the model
+// once the same model came twice in a row, then takes the coefficients as
+// they are for that model, bit for bit, at the same internal time step, and
+// fills them anew (new values, a new id) for any other; a model that came
+// once, or a setup without a workspace, leaves no copy.
+TEST(Workspace, SetupRecognisesTheModelItsCoefficientsWereFilledFrom) {
+    const Grid g{40, 30, 0.02, 0.025};
+    const Model m = test::heterogeneous_model(g, 3);
+    const PropagatorOptions opt = test::double_options(4, 8);
+    const Survey survey = test::random_survey(g, 2, 1, 3, 50, 3e8, 0.9 * test::cfl_limit(g, 2.0, 4), 5);
+    auto again = [&](const PropagationSetup& last, const Model& model, const Survey& sv) {
+        return PropagationSetup::build(model, sv, opt, std::const_pointer_cast<MaterialCoefficients>(last.coefficients));
+    };
+    const PropagationSetup plain = PropagationSetup::build(m, survey, opt);
+    EXPECT_FALSE(plain.coefficients->model.has_value());
+
+    const PropagationSetup first = PropagationSetup::build(m, survey, opt, std::make_shared<MaterialCoefficients>());
+    EXPECT_FALSE(first.coefficients->model.has_value());  // (one call: an inversion's every call)
+    EXPECT_EQ(first.ca(), plain.ca());
+    EXPECT_EQ(first.cb(), plain.cb());
+    EXPECT_EQ(first.cq(), plain.cq());
+
+    const Model same_values = m;  // another object, the same bits: now copied
+    const PropagationSetup second = again(first, same_values, survey);
+    ASSERT_TRUE(second.coefficients->model.has_value());
+    EXPECT_NE(second.coefficients->id, first.coefficients->id);
+    EXPECT_EQ(second.ca(), plain.ca());
+    const PropagationSetup third = again(second, m, survey);  // recognised
+    EXPECT_EQ(third.coefficients.get(), second.coefficients.get());
+    EXPECT_EQ(third.coefficients->id, second.coefficients->id);
+
+    Model one_node = m;
+    one_node.eps_r(g.nz - 1, g.nx - 1) += 0.5;  // the last node: the last block compared
+    const std::size_t corner = third.grid.index(third.grid.nz - 1, third.grid.nx - 1);
+    const PropagationSetup fourth = again(third, one_node, survey);
+    EXPECT_NE(fourth.coefficients->id, third.coefficients->id);
+    EXPECT_EQ(fourth.ca(), PropagationSetup::build(one_node, survey, opt).ca());
+    EXPECT_NE(fourth.ca()[corner], third.ca()[corner]);
+    EXPECT_FALSE(fourth.coefficients->model.has_value());  // another model: the copy dropped
+
+    Survey finer = survey;  // the same model at another time step: filled anew, the copy kept
+    finer.dt *= 0.5;
+    const PropagationSetup fifth = again(again(fourth, one_node, survey), one_node, finer);
+    EXPECT_TRUE(fifth.coefficients->model.has_value());
+    EXPECT_EQ(fifth.cb(), PropagationSetup::build(one_node, finer, opt).cb());
+    const PropagationSetup sixth = again(fifth, one_node, finer);
+    EXPECT_EQ(sixth.coefficients->id, fifth.coefficients->id);
+
+    Model invalid = one_node;  // differs from the copy: checked again
+    invalid.eps_r(0, 0) = 0.5;
+    EXPECT_THROW(again(sixth, invalid, finer), InvalidArgument);
 }
 
 TEST(Workspace, MemoryStaysFlatOverFiftyGradients) {

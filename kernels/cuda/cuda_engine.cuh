@@ -90,6 +90,7 @@ public:
         born_kept_ = false;
         coefs_pageable_ = {};
         coefs_pinned_.release();
+        coefficients_id_ = 0;
         levels_ready_ = false;
         levels_kept_ = false;
     }
@@ -890,8 +891,9 @@ private:
     void allocate(bool gradient) {
         const std::size_t n = batch_size(), cells = g_.shot_stride;
         const int nt = s_.time.nt_internal;
-        coefs_.resize(2 * cells, bytes_);  // ca and cb in one array, so that one L2 access-policy window holds both
-        cq_.resize(cells, bytes_);
+        // ca and cb in one array, so that one L2 access-policy window holds both; new memory holds no values
+        const bool fresh_ca_cb = coefs_.resize(2 * cells, bytes_);
+        if (cq_.resize(cells, bytes_) || fresh_ca_cb) coefficients_id_ = 0;
         fields_[0].resize(n, bytes_);
         fields_[1].resize(n, bytes_, DeviceFields<T>::Memories::ey_z);
         sources_interior_ = sources_interior(s_);
@@ -964,18 +966,30 @@ private:
         levels_ready_ = true;
     }
 
-    /// Loads what the call's setup holds: the model's coefficients, the CPML
-    /// profiles, the point operators and
-    /// wavelets, and the receiver nodes of the adjoint's frame. With
-    /// CudaTuning::poison_device_memory, everything is poisoned first (but the levels'
-    /// halos, which must hold zeros).
+    /// Loads what the call's setup holds: the model's coefficients (unless
+    /// the device holds these already: MaterialCoefficients::id), the CPML
+    /// profiles, the point operators and wavelets, and the receiver nodes of
+    /// the adjoint's frame. With CudaTuning::poison_device_memory, everything
+    /// is poisoned first (but the levels' halos, which must hold zeros).
     void load() {
         if (opt_.cuda.poison_device_memory) {
             bytes_.poison(stream_);
             sparse_.forget();
+            coefficients_id_ = 0;
             zero_level_halos(levels_);
             zero_level_halos(ring_.slots());
         }
+        if (coefficients_id_ != s_.coefficients->id) load_coefficients();
+        keep_coefficients_in_l2();
+        x_.upload(s_.cpml_x, bytes_, stream_);
+        z_.upload(s_.cpml_z, bytes_, stream_);
+        sparse_.upload(s_, bytes_, stream_);
+        if (levels_ready_ && adjoint_scratch()) frame_first_node_.upload(frame_first_nodes(), bytes_, stream_);
+    }
+
+    /// The model's coefficients in the arithmetic type, up to the device.
+    void load_coefficients() {
+        coefficients_id_ = 0;  // (until their copies are queued)
         const std::size_t cells = g_.shot_stride;
         const double* ca = s_.ca().data();
         const double* cb = s_.cb().data();
@@ -1000,11 +1014,7 @@ private:
         GPRFWI_CUDA_CHECK(cudaMemcpyAsync(coefs_.get(), staged, 2 * cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
         GPRFWI_CUDA_CHECK(cudaMemcpyAsync(cq_.get(), staged + 2 * cells, cells * sizeof(T), cudaMemcpyHostToDevice, stream_));
         cq_uniform_ = static_cast<T>(s_.coefficients->cq_uniform);
-        keep_coefficients_in_l2();
-        x_.upload(s_.cpml_x, bytes_, stream_);
-        z_.upload(s_.cpml_z, bytes_, stream_);
-        sparse_.upload(s_, bytes_, stream_);
-        if (levels_ready_ && adjoint_scratch()) frame_first_node_.upload(frame_first_nodes(), bytes_, stream_);
+        coefficients_id_ = s_.coefficients->id;
     }
 
     bool check_now(int step) const { return blowup_check_due(s_, opt_.blowup_check_interval, step); }
@@ -1053,6 +1063,7 @@ private:
     const void* window_base_ = nullptr;       // ... over these bytes
     std::size_t window_bytes_ = 0;
     T cq_uniform_ = 0;  // k::MaterialView::cq_uniform
+    std::uint64_t coefficients_id_ = 0;  // MaterialCoefficients::id of the values in coefs_, cq_ (0: none)
     DeviceAxis<T> x_, z_;
     std::array<DeviceFields<T>, 2> fields_;  // the forward fields: step reads one, writes the other
     int current_ = 0;                        // ... the one holding the current step

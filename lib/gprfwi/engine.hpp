@@ -80,7 +80,8 @@ class Engine {
 public:
     virtual ~Engine() = default;
     /// Makes the engine ready for a call on its setup as it is now: loads the
-    /// model's coefficients, the CPML profiles, the sources, receivers and
+    /// model's coefficients (unless it holds those of the same
+    /// MaterialCoefficients::id), the CPML profiles, the sources, receivers and
     /// wavelets, and makes room for the call's fields (and kept levels when
     /// keep_levels). Memory of earlier calls is reused where it is large
     /// enough and grown where not; nothing read by the time loops depends on

@@ -18,6 +18,7 @@ struct Grid {
     void validate() const;
     double width_m() const { return (nx - 1) * dx; }
     double depth_m() const { return (nz - 1) * dz; }
+    bool operator==(const Grid&) const = default;
 };
 
 /// CPML width in cells on each side of the model.
@@ -28,6 +29,7 @@ struct PmlWidths {
     int bottom = 20;
 
     static PmlWidths uniform(int w) { return {w, w, w, w}; }
+    bool operator==(const PmlWidths&) const = default;
 };
 
 /// Largest halo any stencil needs (order 8 reads 4 nodes each side).
@@ -54,6 +56,7 @@ struct PaddedGrid {
     }
     /// Padded-node count (cells that are updated per step).
     std::size_t cells() const { return static_cast<std::size_t>(nx) * nz; }
+    bool operator==(const PaddedGrid&) const = default;
 };
 
 }  // namespace gprfwi

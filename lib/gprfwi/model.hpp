@@ -1,10 +1,21 @@
 #pragma once
 // Material model on the grid nodes.
 
+#include <cstdint>
+
 #include "gprfwi/array2d.hpp"
 #include "gprfwi/grid.hpp"
 
 namespace gprfwi {
+
+/// What one pass over a valid model's arrays finds (Model::checked).
+struct ModelCheck {
+    double min_eps_mu = 0;  // least eps_r*mu_r
+    /// The sum (mod 2^64) of the values' bit patterns, each array's rotated
+    /// apart: equal for models of the same bits, so a hint that a model came
+    /// again, never a proof that it did.
+    std::uint64_t bits_sum = 0;
+};
 
 struct Model {
     Grid grid;
@@ -20,8 +31,8 @@ struct Model {
     void validate() const;
 
     double min_eps_mu() const;  // min over nodes of eps_r*mu_r
-    /// validate() and min_eps_mu() in one pass over the arrays.
-    double checked_min_eps_mu() const;
+    /// validate(), min_eps_mu() and ModelCheck::bits_sum in one pass over the arrays.
+    ModelCheck checked() const;
     double max_eps_mu() const;  // max over nodes of eps_r*mu_r
 };
 

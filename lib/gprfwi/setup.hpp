@@ -6,7 +6,9 @@
 // these into their own arithmetic type and memory.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -38,6 +40,18 @@ struct ShotOperators {
 struct MaterialCoefficients {
     std::vector<double> ca, cb, cq;
     double cq_uniform = 0;  // cq of every node where all hold the same (a non-magnetic model), else 0
+    /// Names these values in this process: a fill gets a new id, a reuse
+    /// keeps it, so an engine that loaded the id's values has them still.
+    std::uint64_t id = 0;
+    /// What they were filled from: the model's check (its least eps_r mu_r
+    /// and the sum of its bits), the padded grid, the internal time step;
+    /// and, where a workspace's build saw the same model twice in a row,
+    /// a copy of it, against which later calls' models are compared bit for
+    /// bit (PropagationSetup::build).
+    ModelCheck check;
+    PaddedGrid grid;
+    double dt_internal = 0;
+    std::optional<Model> model;
 };
 
 struct PropagationSetup {
@@ -55,9 +69,19 @@ struct PropagationSetup {
     int first_shot = 0;  // the batch's index of shots[0] (a shot group's setup: its first shot), for messages
 
     /// Validates model, survey and options, and builds the setup. Throws the
-    /// typed errors of error.hpp with the numbers at fault. The coefficients
-    /// go into `recycle` where nothing else holds it (an earlier call's, so
-    /// that a workspace's calls reuse its memory).
+    /// typed errors of error.hpp with the numbers at fault.
+    ///
+    /// `recycle` is a workspace's: the last call's coefficients (empty ones
+    /// at its first call). Where the model's bits, the padded grid and the
+    /// internal time step are those `recycle` was filled for and it keeps a
+    /// copy of that model, the setup takes it as it is (same id; the model,
+    /// which passed its checks then, is not checked or filled again); else
+    /// the coefficients are filled into it where nothing else holds it (so
+    /// that the calls reuse its memory). The copy of the model is made where
+    /// the last call's model came again (by the sum of its bits, then
+    /// compared bit for bit at the next call), and dropped at the first call
+    /// with another model: an inversion, whose every call has a model of its
+    /// own, pays no copy and no comparison.
     static PropagationSetup build(const Model& model, const Survey& survey, const PropagatorOptions& options,
                                   std::shared_ptr<MaterialCoefficients> recycle = nullptr);
 

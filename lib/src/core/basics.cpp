@@ -2,6 +2,7 @@
 // survey and trace validation.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -99,29 +100,35 @@ void check_values(const Array2D& a, const Grid& g, const char* name, ValueRange 
 }
 }  // namespace
 
-void Model::validate() const { (void)checked_min_eps_mu(); }
+void Model::validate() const { (void)checked(); }
 
-double Model::checked_min_eps_mu() const {
+ModelCheck Model::checked() const {
     grid.validate();
     check_size(eps_r, grid, "eps_r");
     check_size(sigma, grid, "sigma");
     check_size(mu_r, grid, "mu_r");
-    // the three arrays' ranges and the least eps_r mu_r in one pass on all threads; the first bad node then
-    // found in order, for the message
+    // the three arrays' ranges, the least eps_r mu_r and the bits' sum in one pass on all threads (a sum mod
+    // 2^64, the same whatever the threads); the first bad node then found in order, for the message
+    // (the ranges as comparisons without branches, false for NaN, so that the loop vectorises)
+    static_assert(kEpsRange.lo == 1.0 && kEpsRange.inclusive && kSigmaRange.lo == 0.0 && kSigmaRange.inclusive &&
+                  kMuRange.lo == 0.0 && !kMuRange.inclusive);
     double v = INFINITY;
-    bool all_ok = true;
+    std::uint64_t sum = 0, bad = 0;
     const double *e = eps_r.data(), *s = sigma.data(), *m = mu_r.data();
-#pragma omp parallel for reduction(min : v) reduction(&& : all_ok) schedule(static)
+#pragma omp parallel for simd reduction(min : v) reduction(+ : sum, bad) schedule(static)
     for (std::size_t i = 0; i < eps_r.size(); ++i) {
-        all_ok = all_ok && kEpsRange.contains(e[i]) && kSigmaRange.contains(s[i]) && kMuRange.contains(m[i]);
+        const bool ok = (e[i] >= 1.0) & (e[i] < INFINITY) & (s[i] >= 0.0) & (s[i] < INFINITY) & (m[i] > 0.0) &
+                        (m[i] < INFINITY);
+        bad += !ok;
         v = std::min(v, e[i] * m[i]);
+        sum += std::bit_cast<std::uint64_t>(e[i]) ^ std::bit_cast<std::uint64_t>(s[i]) ^ std::bit_cast<std::uint64_t>(m[i]);
     }
-    if (!all_ok) {
+    if (bad) {
         check_values(eps_r, grid, "eps_r", kEpsRange);
         check_values(sigma, grid, "sigma", kSigmaRange);
         check_values(mu_r, grid, "mu_r", kMuRange);
     }
-    return v;
+    return {v, sum};
 }
 
 double Model::min_eps_mu() const {

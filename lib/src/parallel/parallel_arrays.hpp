@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gprfwi/array2d.hpp"
@@ -52,6 +54,28 @@ inline bool equal_parallel(const std::vector<double>& a, const std::vector<doubl
 
 inline bool equal_parallel(const Array2D& a, const Array2D& b) {
     return a.nz() == b.nz() && a.nx() == b.nx() && equal_parallel(a.values(), b.values());
+}
+
+/// Whether models a and b hold the same grid and the same values, bit for
+/// bit. The threads compare their blocks of the three arrays together, and a
+/// thread stops reading at its first difference: models that differ almost
+/// everywhere (an inversion's steps) are told apart at once.
+inline bool same_bits_parallel(const Model& a, const Model& b) {
+    if (!(a.grid == b.grid)) return false;
+    const std::pair<const Array2D*, const Array2D*> arrays[] = {{&a.eps_r, &b.eps_r}, {&a.sigma, &b.sigma},
+                                                                {&a.mu_r, &b.mu_r}};
+    for (const auto& [x, y] : arrays)
+        if (x->nz() != y->nz() || x->nx() != y->nx()) return false;
+    constexpr std::size_t kBlock = 4096;
+    const std::size_t n = a.eps_r.size(), blocks = (n + kBlock - 1) / kBlock;
+    bool same = true;
+#pragma omp parallel for schedule(static) reduction(&& : same)
+    for (std::size_t blk = 0; blk < blocks; ++blk) {
+        if (!same) continue;  // (this thread's copy: it found a difference)
+        const std::size_t first = blk * kBlock, bytes = std::min(kBlock, n - first) * sizeof(double);
+        for (const auto& [x, y] : arrays) same = same && std::memcmp(x->data() + first, y->data() + first, bytes) == 0;
+    }
+    return same;
 }
 
 /// The sum of term(i) over i in [0, n), the same whatever the number of

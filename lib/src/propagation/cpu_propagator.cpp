@@ -78,10 +78,14 @@ public:
     CpuEngine(const PropagationSetup& s, const PropagatorOptions& o) : s_(s), opt_(o) {}
 
     void prepare(bool) override {
-        // the model's coefficients and the CPML profiles in the arithmetic type
-        assign_converted(ca_, s_.ca());
-        assign_converted(cb_, s_.cb());
-        assign_converted(cq_, s_.cq());
+        // the model's coefficients (unless this engine holds these already) and the CPML profiles in the
+        // arithmetic type
+        if (coefficients_id_ != s_.coefficients->id) {
+            assign_converted(ca_, s_.ca());
+            assign_converted(cb_, s_.cb());
+            assign_converted(cq_, s_.cq());
+            coefficients_id_ = s_.coefficients->id;
+        }
         x_.emplace(s_.cpml_x);
         z_.emplace(s_.cpml_z);
         g_ = grid_params<T>(s_);
@@ -515,6 +519,7 @@ private:
     const PropagationSetup& s_;
     const PropagatorOptions& opt_;
     std::vector<T> ca_, cb_, cq_;
+    std::uint64_t coefficients_id_ = 0;  // MaterialCoefficients::id of the values in ca_, cb_, cq_ (0: none)
     std::optional<AxisArrays<T>> x_, z_;
     k::GridParams<T> g_;
     FieldArrays<T> fields_, adjoint_;          // the forward's and the adjoint's fields

@@ -209,10 +209,11 @@ public:
     }
     /// The call's batch.
     const PropagationSetup& batch() const { return n_ == 1 ? slots_[0]->setup : batch_; }
-    /// The last call's coefficients, for the next call to fill anew (the
-    /// setups let go of them, so that they are the caller's alone).
+    /// The last call's coefficients, for the next call to reuse or fill
+    /// anew (the setups let go of them, so that they are the caller's
+    /// alone); empty ones before the first call (PropagationSetup::build).
     std::shared_ptr<MaterialCoefficients> take_coefficients() {
-        if (slots_.empty()) return nullptr;
+        if (slots_.empty()) return std::make_shared<MaterialCoefficients>();
         auto c = std::const_pointer_cast<MaterialCoefficients>(batch().coefficients);
         batch_.coefficients.reset();
         for (auto& sl : slots_) sl->setup.coefficients.reset();

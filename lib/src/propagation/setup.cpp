@@ -3,6 +3,7 @@
 #include "gprfwi/checkpoint_schedule.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/material.hpp"
 #include "gprfwi/wavelet.hpp"
+#include "parallel/parallel_arrays.hpp"
 
 namespace gprfwi {
 
@@ -27,17 +29,24 @@ std::pair<int, int> PropagationSetup::padded_rows(int mz) const {
 
 namespace {
 
+// What a fill does with its copy of the model (MaterialCoefficients::model).
+enum class ModelCopy { drop, keep, make };
+
 // ca, cb at every padded E node and cq at every padded H node. H nodes take
 // mu_r of the E node (iz, ix) that precedes them (Hx at (iz+1/2, ix), Hz at
 // (iz, ix+1/2)); the same rule holds in the CPML, where values are extended.
 // Filled into `c` where it is the only holder of arrays of the grid's size
 // (an earlier call's, whose halos hold zeros already), else into new arrays.
 std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationSetup& s, const Model& model,
+                                                              const ModelCheck& check, ModelCopy copy,
                                                               std::shared_ptr<MaterialCoefficients> c) {
+    static std::atomic<std::uint64_t> last_id{0};
     const std::size_t n = s.grid.storage_size();
     if (!c || c.use_count() != 1 || c->ca.size() != n) {
-        c = std::make_shared<MaterialCoefficients>();
-        for (auto* a : {&c->ca, &c->cb, &c->cq}) a->assign(n, 0.0);
+        auto fresh = std::make_shared<MaterialCoefficients>();
+        for (auto* a : {&fresh->ca, &fresh->cb, &fresh->cq}) a->assign(n, 0.0);
+        if (c && c.use_count() == 1) fresh->model = std::move(c->model);  // (its values or its memory)
+        c = std::move(fresh);
     }
     const double dt = s.time.dt_internal;
     const double cq0 = magnetic_coefficient(model.mu_r(0, 0), dt);
@@ -56,6 +65,16 @@ std::shared_ptr<const MaterialCoefficients> fill_coefficients(const PropagationS
         }
     }
     c->cq_uniform = uniform ? cq0 : 0.0;
+    c->id = ++last_id;
+    c->check = check;
+    c->grid = s.grid;
+    c->dt_internal = dt;
+    if (copy == ModelCopy::drop) {
+        c->model.reset();
+    } else if (copy == ModelCopy::make || !c->model) {  // (keep: a shared one's copy stayed with it)
+        if (!c->model) c->model.emplace();
+        copy_parallel(model, *c->model);
+    }
     return c;
 }
 
@@ -75,7 +94,14 @@ double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
 PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey, const PropagatorOptions& options,
                                          std::shared_ptr<MaterialCoefficients> recycle) {
     options.validate();
-    const double min_eps_mu = model.checked_min_eps_mu();
+    // a model bit for bit the copy `recycle` keeps passed its checks then; one whose check matches that of
+    // the model `recycle` was filled from (without a copy) is likely the same again, and is copied
+    const bool known = recycle && recycle->model && same_bits_parallel(model, *recycle->model);
+    const ModelCheck check = known ? recycle->check : model.checked();
+    const bool again = known || (recycle && recycle->id != 0 && recycle->grid.model == model.grid &&
+                                 recycle->check.bits_sum == check.bits_sum &&
+                                 recycle->check.min_eps_mu == check.min_eps_mu);
+    const double min_eps_mu = check.min_eps_mu;
     survey.validate();
     PropagationSetup s;
     s.grid = PaddedGrid(model.grid, options.cpml.widths);
@@ -85,7 +111,12 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
                                                          : auto_snapshot_interval(survey, s.time.dt_internal);
     s.checkpoint_steps = resolve_checkpoint_steps(options.snapshots.checkpoint_steps, s.time.nt_internal);
     s.binomial_slots = resolve_binomial_slots(options.snapshots.binomial_slots, s.time.nt_internal);
-    s.coefficients = fill_coefficients(s, model, std::move(recycle));
+    if (known && recycle->grid == s.grid && recycle->dt_internal == s.time.dt_internal)
+        s.coefficients = std::move(recycle);
+    else
+        s.coefficients = fill_coefficients(s, model, check,
+                                           known ? ModelCopy::keep : again ? ModelCopy::make : ModelCopy::drop,
+                                           std::move(recycle));
 
     const double c_ref = options.cpml.reference_velocity > 0 ? options.cpml.reference_velocity
                                                              : speed_of_light() / std::sqrt(min_eps_mu);
