@@ -857,8 +857,7 @@ private:
         free_b += bytes_.held();
         const auto storage = opt_.snapshots.storage;
         const bool recomputed = s_.checkpoint_steps || s_.binomial_slots;  // levels recomputed on the device
-        disk_ = gradient && !recomputed && storage == SnapshotStorage::disk;
-        host_levels_ = gradient && !recomputed && (storage == SnapshotStorage::host || disk_ ||
+        host_levels_ = gradient && !recomputed && (storage == SnapshotStorage::host || storage == SnapshotStorage::disk ||
                                     (storage == SnapshotStorage::automatic &&
                                      plan(s_, opt_, true, true).total() > free_b / 10 * 9));
         const std::size_t need = plan(s_, opt_, gradient, !host_levels_).total();
@@ -941,8 +940,9 @@ private:
         if (host_levels_) {
             levels_.release();
             checkpoints_.release();
-            ring_.prepare(n, n_levels_, disk_, opt_.snapshots.scratch_dir, bytes_,
-                          [&](const DeviceArray<Stored>& slots) { zero_level_halos(slots); });
+            if (ring_.prepare(n, n_levels_, opt_.snapshots.storage == SnapshotStorage::disk, opt_.snapshots.scratch_dir,
+                              bytes_))
+                zero_level_halos(ring_.slots());
         } else {
             ring_.release();
             bool fresh = false;
@@ -1088,8 +1088,7 @@ private:
     std::pair<int, int> schedule_of_{-1, -1};  // (nt_internal, slots)
     DeviceArray<Stored> levels_;  // kept levels on the device (one segment's when checkpointing), or
     LevelRing<Stored> ring_;      // ... in host memory or on disk, through a ring of device slots
-    bool host_levels_ = false;    // the kept levels are the ring's
-    bool disk_ = false;           // ... on disk
+    bool host_levels_ = false;    // the kept levels are the ring's (on disk where the storage says so)
     struct PendingCheck {  // a NaN/Inf check whose flags are not read yet (check_finite)
         bool pending = false;
         int step = 0, stamp = 0;

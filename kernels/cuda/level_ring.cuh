@@ -47,15 +47,13 @@ public:
 
     /// Makes room for `levels` levels of `values` values each, in host memory
     /// or (disk) in a scratch file under `scratch_dir` (empty: $TMPDIR or
-    /// /tmp). Device slots allocated anew go to zero_halos(slots()) at once:
-    /// their halos, which no step writes, hold what freed memory left.
-    template <typename ZeroHalos>
-    void prepare(std::size_t values, int levels, bool disk, const std::string& scratch_dir, DeviceBytes& bytes,
-                 ZeroHalos&& zero_halos) {
+    /// /tmp). True where the device slots were allocated anew: their halos,
+    /// which no step writes, then hold what freed memory left.
+    bool prepare(std::size_t values, int levels, bool disk, const std::string& scratch_dir, DeviceBytes& bytes) {
         values_ = values;
         levels_ = levels;
         disk_ = disk;
-        if (slots_.resize(static_cast<std::size_t>(kSlots) * values, bytes)) zero_halos(slots_);
+        const bool fresh = slots_.resize(static_cast<std::size_t>(kSlots) * values, bytes);
         if (disk_) open_scratch_file(scratch_dir);
         else scratch_.close_and_remove();
         pinned_.reserve(static_cast<std::size_t>(disk_ ? kSlots : levels) * level_bytes(), "the kept forward levels");
@@ -64,6 +62,7 @@ public:
             for (auto* list : {&written_, &copied_, &ready_, &consumed_})
                 for (cudaEvent_t& e : *list) GPRFWI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         }
+        return fresh;
     }
 
     /// Gives its memory back: the device slots, the page-locked memory and
