@@ -73,7 +73,8 @@ __device__ __forceinline__ void marching_step_warp(const GridParams<T>& g, const
     // Hz^{n+1/2} and Ey^{n+1} at row r, from Ey^n at row r (ey_r), the Hx rows r-R .. r+R-1 (hw) and row r's loads
     auto e_row = [&](int r, const Pack<T, N>& ey_r, const Pack<T, N>* hw, const RowLoads<T, N>& l) {
         const Pack<T, N>&hz_old = l.hz, &cq = l.cq, &ca = l.ca, &cb = l.fourth;
-        // Hz^{n+1/2} at row r: Dx+[Ey]
+        // Hz^{n+1/2} at row r: Dx+[Ey] (the step pairs' plain_hz computes the same; called here instead, the
+        // same instructions in another order ran the loops with host levels 1.5-2.3% slower: docs/performance.md)
         T e[S::W];
         lane_window<N, HL>(ey_r, e);
         Pack<T, N> hz;
