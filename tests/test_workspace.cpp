@@ -97,7 +97,8 @@ TEST(Workspace, ReservedAheadMatchesNewPropagators) {
 // once the same model came twice in a row, then takes the coefficients as
 // they are for that model, bit for bit, at the same internal time step, and
 // fills them anew (new values, a new id) for any other; a model that came
-// once, or a setup without a workspace, leaves no copy.
+// once, or a setup without a workspace, leaves no copy, one the caller
+// says comes again (a reserved call's) leaves one at once.
 TEST(Workspace, SetupRecognisesTheModelItsCoefficientsWereFilledFrom) {
     const Grid g{40, 30, 0.02, 0.025};
     const Model m = test::heterogeneous_model(g, 3);
@@ -140,6 +141,12 @@ TEST(Workspace, SetupRecognisesTheModelItsCoefficientsWereFilledFrom) {
     EXPECT_EQ(fifth.cb(), PropagationSetup::build(one_node, finer, opt).cb());
     const PropagationSetup sixth = again(fifth, one_node, finer);
     EXPECT_EQ(sixth.coefficients->id, fifth.coefficients->id);
+
+    // a model the caller says comes again (Propagator::reserve's) is copied at once
+    const PropagationSetup reserved =
+        PropagationSetup::build(m, survey, opt, std::make_shared<MaterialCoefficients>(), true);
+    ASSERT_TRUE(reserved.coefficients->model.has_value());
+    EXPECT_EQ(again(reserved, m, survey).coefficients->id, reserved.coefficients->id);
 
     Model invalid = one_node;  // differs from the copy: checked again
     invalid.eps_r(0, 0) = 0.5;

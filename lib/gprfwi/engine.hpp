@@ -162,7 +162,9 @@ public:
                           HessianKind kind) override;
     MemoryEstimate estimate_memory(const Model& model, const Survey& survey, bool gradient) const override;
     std::size_t workspace_bytes() const override;
-    /// Binds the workspace to the batch as a call's start would (begin_call).
+    /// Binds the workspace to the batch as a call's start would (begin_call),
+    /// and keeps a copy of the model, so that a call with it takes its
+    /// coefficients as they are.
     void reserve(const Model& model, const Survey& survey, bool gradient) override;
 
 protected:
@@ -183,7 +185,9 @@ protected:
 private:
     class ShotGroups;
     /// Builds the call's batch and binds the workspace to it; returns it.
-    const PropagationSetup& begin_call(const Model& model, const Survey& survey, bool keep_levels);
+    /// (model_comes_again: PropagationSetup::build's, for reserve().)
+    const PropagationSetup& begin_call(const Model& model, const Survey& survey, bool keep_levels,
+                                       bool model_comes_again = false);
     /// The model and survey whose forward levels the workspace's engines hold
     /// exactly after a Hessian-vector product, with its traces: the next
     /// product at the same model and survey (an inner conjugate-gradient

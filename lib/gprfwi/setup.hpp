@@ -79,11 +79,13 @@ struct PropagationSetup {
     /// the coefficients are filled into it where nothing else holds it (so
     /// that the calls reuse its memory). The copy of the model is made where
     /// the last call's model came again (by the sum of its bits, then
-    /// compared bit for bit at the next call), and dropped at the first call
-    /// with another model: an inversion, whose every call has a model of its
-    /// own, pays no copy and no comparison.
+    /// compared bit for bit at the next call), or where `model_comes_again`
+    /// (the caller knows the next call brings this model: Propagator::reserve),
+    /// and dropped at the first call with another model: an inversion, whose
+    /// every call has a model of its own, pays no copy and no comparison.
     static PropagationSetup build(const Model& model, const Survey& survey, const PropagatorOptions& options,
-                                  std::shared_ptr<MaterialCoefficients> recycle = nullptr);
+                                  std::shared_ptr<MaterialCoefficients> recycle = nullptr,
+                                  bool model_comes_again = false);
 
     /// Shots [first, first + count) of this batch as a batch of their own
     /// (a shot group), sharing its coefficients.

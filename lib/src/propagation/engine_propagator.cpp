@@ -308,13 +308,15 @@ SecondOrderResult Engine::second_order_adjoint(const InternalTraces&, const Inte
     throw NotCompiled("this backend has no second-order adjoint: use backend cpu for Hessian-vector products");
 }
 
-const PropagationSetup& EnginePropagator::begin_call(const Model& model, const Survey& survey, bool keep_levels) {
+const PropagationSetup& EnginePropagator::begin_call(const Model& model, const Survey& survey, bool keep_levels,
+                                                     bool model_comes_again) {
     timings_ = {};
     kept_forward_.reset();
     const auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
-    PropagationSetup built = PropagationSetup::build(model, survey, options_, groups.take_coefficients());
+    PropagationSetup built =
+        PropagationSetup::build(model, survey, options_, groups.take_coefficients(), model_comes_again);
     timings_.build_s = seconds_since(t0);
     groups.bind(std::move(built), keep_levels);
     timings_.setup_s = seconds_since(t0);
@@ -322,7 +324,7 @@ const PropagationSetup& EnginePropagator::begin_call(const Model& model, const S
 }
 
 void EnginePropagator::reserve(const Model& model, const Survey& survey, bool gradient) {
-    begin_call(model, survey, gradient);
+    begin_call(model, survey, gradient, true);  // (the call reserved for likely brings this model: kept)
 }
 
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
