@@ -90,7 +90,6 @@ public:
         born_kept_ = false;
         coefs_pageable_ = {};
         coefs_pinned_.release();
-        coefficients_id_ = 0;
         levels_ready_ = false;
         levels_kept_ = false;
     }

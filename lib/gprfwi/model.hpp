@@ -11,8 +11,8 @@ namespace gprfwi {
 /// What one pass over a valid model's arrays finds (Model::checked).
 struct ModelCheck {
     double min_eps_mu = 0;  // least eps_r*mu_r
-    /// The sum (mod 2^64) of the values' bit patterns, each array's rotated
-    /// apart: equal for models of the same bits, so a hint that a model came
+    /// The sum (mod 2^64) over the nodes of their three values' bit patterns
+    /// XORed: equal for models of the same bits, so a hint that a model came
     /// again, never a proof that it did.
     std::uint64_t bits_sum = 0;
 };

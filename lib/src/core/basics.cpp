@@ -80,7 +80,8 @@ namespace {
 struct ValueRange {
     double lo;
     bool inclusive;
-    bool contains(double v) const { return std::isfinite(v) && (inclusive ? v >= lo : v > lo); }
+    /// (comparisons without branches, false for NaN, so that a loop over a model vectorises)
+    constexpr bool contains(double v) const { return (inclusive ? v >= lo : v > lo) & (v < INFINITY); }
 };
 constexpr ValueRange kEpsRange{1.0, true}, kSigmaRange{0.0, true}, kMuRange{0.0, false};
 
@@ -109,17 +110,12 @@ ModelCheck Model::checked() const {
     check_size(mu_r, grid, "mu_r");
     // the three arrays' ranges, the least eps_r mu_r and the bits' sum in one pass on all threads (a sum mod
     // 2^64, the same whatever the threads); the first bad node then found in order, for the message
-    // (the ranges as comparisons without branches, false for NaN, so that the loop vectorises)
-    static_assert(kEpsRange.lo == 1.0 && kEpsRange.inclusive && kSigmaRange.lo == 0.0 && kSigmaRange.inclusive &&
-                  kMuRange.lo == 0.0 && !kMuRange.inclusive);
     double v = INFINITY;
     std::uint64_t sum = 0, bad = 0;
     const double *e = eps_r.data(), *s = sigma.data(), *m = mu_r.data();
 #pragma omp parallel for simd reduction(min : v) reduction(+ : sum, bad) schedule(static)
     for (std::size_t i = 0; i < eps_r.size(); ++i) {
-        const bool ok = (e[i] >= 1.0) & (e[i] < INFINITY) & (s[i] >= 0.0) & (s[i] < INFINITY) & (m[i] > 0.0) &
-                        (m[i] < INFINITY);
-        bad += !ok;
+        bad += !(kEpsRange.contains(e[i]) & kSigmaRange.contains(s[i]) & kMuRange.contains(m[i]));
         v = std::min(v, e[i] * m[i]);
         sum += std::bit_cast<std::uint64_t>(e[i]) ^ std::bit_cast<std::uint64_t>(s[i]) ^ std::bit_cast<std::uint64_t>(m[i]);
     }

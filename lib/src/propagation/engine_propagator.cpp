@@ -130,12 +130,6 @@ void first_order_chain_rule(const PropagationSetup& s, const Model& model, Preci
     });
 }
 
-bool same_model(const Model& a, const Model& b) {
-    const Grid &ga = a.grid, &gb = b.grid;
-    return ga.nx == gb.nx && ga.nz == gb.nz && ga.dx == gb.dx && ga.dz == gb.dz && equal_parallel(a.eps_r, b.eps_r) &&
-           equal_parallel(a.sigma, b.sigma) && equal_parallel(a.mu_r, b.mu_r);
-}
-
 /// Runs fn(group) for every group: where `concurrent`, at once, groups 1..
 /// on host threads of their own and group 0 on this one, else in turn.
 /// Waits for all before it rethrows the first group's exception (in group
@@ -412,7 +406,7 @@ Traces EnginePropagator::born(const Model& model, const Survey& survey, const Mo
 
 HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey, const Misfit& misfit,
                                         const ModelDirection& v, HessianKind kind) {
-    const bool reuse = kept_forward_ && same_model(kept_forward_->model, model) && kept_forward_->survey == survey;
+    const bool reuse = kept_forward_ && same_bits_parallel(kept_forward_->model, model) && kept_forward_->survey == survey;
     const PropagationSetup& s = reuse ? workspace_->batch() : begin_call(model, survey, true);
     if (reuse) timings_ = {};
     timings_.background_kept = reuse;

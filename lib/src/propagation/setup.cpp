@@ -98,9 +98,9 @@ PropagationSetup PropagationSetup::build(const Model& model, const Survey& surve
     // the model `recycle` was filled from (without a copy) is likely the same again, and is copied
     const bool known = recycle && recycle->model && same_bits_parallel(model, *recycle->model);
     const ModelCheck check = known ? recycle->check : model.checked();
-    const bool again = known || (recycle && model_comes_again) ||
-                       (recycle && recycle->id != 0 && recycle->grid.model == model.grid &&
-                        recycle->check.bits_sum == check.bits_sum && recycle->check.min_eps_mu == check.min_eps_mu);
+    const bool again = recycle && (model_comes_again || (recycle->id != 0 && recycle->grid.model == model.grid &&
+                                                         recycle->check.bits_sum == check.bits_sum &&
+                                                         recycle->check.min_eps_mu == check.min_eps_mu));
     const double min_eps_mu = check.min_eps_mu;
     survey.validate();
     PropagationSetup s;
