@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct BenchArgs {
     int nx = 1000, nz = 1000, pml = 20, shots = 1, nt = 200, stencil = 4, repeats = 3, interval = 1, checkpoint = 0, binomial = 0;
     int check_every = PropagatorOptions{}.blowup_check_interval;
     int shot_groups = 0;
+    ModelComparison model_comparison = ModelComparison::automatic;
     CudaTuning cuda;
     int iterations = 5;
     bool gauss_newton = false;
@@ -135,6 +137,7 @@ PropagatorOptions bench_options(const BenchArgs& a) {
     opt.snapshots.binomial_slots = a.binomial;
     opt.blowup_check_interval = a.check_every;
     opt.shot_groups = a.shot_groups;
+    opt.model_comparison = a.model_comparison;
     opt.cuda = a.cuda;
     return opt;
 }
@@ -490,6 +493,13 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--shot-groups", a->shot_groups,
                     "Run the shots as this many groups, on a GPU at once (0: automatic)")
         ->capture_default_str();
+    cmd->add_option("--model-comparison", a->model_comparison,
+                    "When a call compares a model that came again with the kept copy: auto | before | during its "
+                    "time loops")
+        ->transform(CLI::CheckedTransformer(std::map<std::string, ModelComparison>{
+            {"auto", ModelComparison::automatic}, {"before", ModelComparison::before},
+            {"during", ModelComparison::during}}))
+        ->default_str("auto");
     cmd->add_option("--check-every", a->check_every, "Check the fields for NaN/Inf every N steps (0: first and last only)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);

@@ -173,13 +173,11 @@ std::vector<Call> changing_calls(int order, int steps_divisor) {
     return calls;
 }
 
-namespace {
 std::vector<double> flat(const Traces& t) {
     std::vector<double> v;
     for (const auto& s : t) v.insert(v.end(), s.samples().begin(), s.samples().end());
     return v;
 }
-}  // namespace
 
 CallResult run_call(Propagator& p, const Call& c) {
     CallResult r;

@@ -84,6 +84,9 @@ struct Call {
 /// a call keeps or grows are the same).
 std::vector<Call> changing_calls(int order, int steps_divisor = 1);
 
+/// The traces' samples, shot after shot, receiver after receiver.
+std::vector<double> flat(const Traces& t);
+
 /// What a call returned, flattened.
 struct CallResult {
     std::vector<double> traces, grad_eps_r, grad_sigma, grad_wavelet, illumination;

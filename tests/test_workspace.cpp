@@ -9,6 +9,7 @@
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/setup.hpp"
+#include "parallel/parallel_arrays.hpp"
 #include "support.hpp"
 
 namespace gprfwi {
@@ -151,6 +152,59 @@ TEST(Workspace, SetupRecognisesTheModelItsCoefficientsWereFilledFrom) {
     Model invalid = one_node;  // differs from the copy: checked again
     invalid.eps_r(0, 0) = 0.5;
     EXPECT_THROW(again(sixth, invalid, finer), InvalidArgument);
+}
+
+// Where the model is compared with the kept copy while the loops run, a
+// call whose model the sample takes for the copy starts on the kept
+// coefficients; where the full comparison then finds a difference, the call
+// runs again with the model's own, and its results are those of a new
+// propagator, bit for bit.
+TEST(Workspace, ModelComparedDuringTheLoopsRunsAgainWhereItDiffers) {
+    const Grid g{150, 120, 0.02, 0.025};  // (more nodes than the sample reads)
+    const Model m = test::heterogeneous_model(g, 8);
+    PropagatorOptions opt = test::double_options(4, 10);
+    opt.model_comparison = ModelComparison::during;
+    const Survey survey = test::random_survey(g, 2, 1, 3, 300, 3e8, 0.9 * test::cfl_limit(g, 2.0, 4), 9);
+    const Traces observed = test::random_traces(survey, 3);
+
+    Model hidden = m;  // one node apart, near the middle, where the sample does not read
+    bool found = false;
+    for (int iz = g.nz / 2; iz < g.nz && !found; ++iz)
+        for (int ix = g.nx / 2; ix < g.nx && !found; ++ix) {
+            hidden.sigma(iz, ix) = m.sigma(iz, ix) * 3.0;
+            found = same_bits_sampled(hidden, m);
+            if (!found) hidden.sigma(iz, ix) = m.sigma(iz, ix);
+        }
+    ASSERT_TRUE(found) << "every node is in the sample: the grid is too small for this test";
+
+    CpuPropagator p(opt);
+    p.forward(m, survey);
+    p.forward(m, survey);  // the same model twice in a row: kept
+    const std::vector<double> kept = test::flat(p.forward(m, survey));
+    EXPECT_TRUE(p.last_timings().coefficients_kept);
+    EXPECT_FALSE(p.last_timings().ran_again);
+    EXPECT_EQ(kept, test::flat(CpuPropagator(opt).forward(m, survey)));
+
+    const std::vector<double> differs = test::flat(p.forward(hidden, survey));
+    EXPECT_TRUE(p.last_timings().ran_again);
+    EXPECT_FALSE(p.last_timings().coefficients_kept);
+    EXPECT_EQ(differs, test::flat(CpuPropagator(opt).forward(hidden, survey)));
+    EXPECT_NE(differs, kept);  // (the node is one the waves reach: the first run's traces were wrong)
+
+    p.forward(hidden, survey);  // the copy is hidden's now: a gradient at m starts on its coefficients, runs again
+    const GradientResult back = p.gradient(m, survey, observed);
+    EXPECT_TRUE(p.last_timings().ran_again);
+    const GradientResult fresh = CpuPropagator(opt).gradient(m, survey, observed);
+    EXPECT_EQ(test::flat(back.synthetic), test::flat(fresh.synthetic));
+    EXPECT_EQ(back.grad_eps_r.values(), fresh.grad_eps_r.values());
+    EXPECT_EQ(back.grad_sigma.values(), fresh.grad_sigma.values());
+
+    p.forward(m, survey);
+    p.forward(m, survey);  // kept again; a model whose sample differs is compared before the loops
+    const Model other = test::heterogeneous_model(g, 9);
+    EXPECT_EQ(test::flat(p.forward(other, survey)), test::flat(CpuPropagator(opt).forward(other, survey)));
+    EXPECT_FALSE(p.last_timings().ran_again);
+    EXPECT_FALSE(p.last_timings().coefficients_kept);
 }
 
 TEST(Workspace, MemoryStaysFlatOverFiftyGradients) {

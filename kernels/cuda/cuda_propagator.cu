@@ -54,6 +54,8 @@ protected:
     /// Each engine has a stream of its own: the shot groups' time loops run at once.
     BackendKind backend() const override { return BackendKind::cuda; }
     bool concurrent_groups() const override { return true; }
+    /// The time loops run on the GPU: the host compares a model with the kept copy meanwhile.
+    bool loops_leave_host_free() const override { return true; }
 
 private:
     int device_ = 0;

@@ -5,6 +5,7 @@
 // EnginePropagator, so every backend computes the same function by
 // construction and differs only in where its loops run.
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <span>
@@ -181,13 +182,29 @@ protected:
     /// by a host thread of its own (their calls must then be safe to make
     /// from several threads at once); false: one after the other.
     virtual bool concurrent_groups() const { return false; }
+    /// Whether the engines' time loops leave the host's cores free (their
+    /// work is elsewhere), so that a call compares its model with the kept
+    /// copy while they run (PropagatorOptions::model_comparison).
+    virtual bool loops_leave_host_free() const { return false; }
 
 private:
     class ShotGroups;
     /// Builds the call's batch and binds the workspace to it; returns it.
-    /// (model_comes_again: PropagationSetup::build's, for reserve().)
+    /// (model_comes_again, kept: PropagationSetup::build's, for reserve()
+    /// and for a call run again.) Where `comparison` is given and a sample
+    /// of the model agrees with the workspace's copy, the batch takes the
+    /// kept coefficients, and *comparison is the full comparison, running.
     const PropagationSetup& begin_call(const Model& model, const Survey& survey, bool keep_levels,
-                                       bool model_comes_again = false);
+                                       bool model_comes_again = false, KeptModel kept = KeptModel::compare,
+                                       std::future<bool>* comparison = nullptr);
+    /// call(batch) for the batch of a call's model and survey, with the
+    /// model's comparison during its loops where the options say so: where
+    /// the model then differs from the copy the batch took for it, the call
+    /// runs again, built from the model (what it threw the first time, too,
+    /// is dropped).
+    template <typename Call>
+    auto run_call(const Model& model, const Survey& survey, bool keep_levels, Call&& call);
+    bool compares_during_loops() const;
     /// The model and survey whose forward levels the workspace's engines hold
     /// exactly after a Hessian-vector product, with its traces: the next
     /// product at the same model and survey (an inner conjugate-gradient

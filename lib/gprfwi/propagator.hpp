@@ -71,6 +71,16 @@ struct SnapshotOptions {
     int binomial_slots = 0;
 };
 
+/// When a call compares its model with the copy of a model that came again,
+/// which its workspace keeps (PropagationSetup::build): `before` its time
+/// loops, or `during` them: where a sample of the nodes agrees
+/// (same_bits_sampled), the loops start with the kept coefficients while the
+/// host compares the rest, and the call runs again with the model's own
+/// coefficients where it finds a difference; its results are the same
+/// either way. `automatic`: during, where the backend's loops leave the
+/// host's cores free (a GPU), else before.
+enum class ModelComparison { automatic, before, during };
+
 /// The most shot groups a batch may run as (PropagatorOptions::shot_groups).
 inline constexpr int kMaxShotGroups = 64;
 
@@ -101,6 +111,7 @@ struct PropagatorOptions {
     /// gradient() also returns the forward field's energy per model node
     /// (GradientResult::illumination), for illumination preconditioning.
     bool illumination = false;
+    ModelComparison model_comparison = ModelComparison::automatic;
     /// The CUDA backend's knobs, for measurements and tests (docs/gpu.md).
     CudaTuning cuda;
 
@@ -185,6 +196,13 @@ struct RunTimings {
     /// A Hessian-vector product read its background from the levels kept by
     /// the product before it at the same model (no forward steps).
     bool background_kept = false;
+    /// The call took the last call's coefficients as they were: its model
+    /// came again (PropagationSetup::build).
+    bool coefficients_kept = false;
+    /// The call's loops ran twice: they started with the coefficients kept
+    /// for a model whose sample agreed with the call's, and the comparison
+    /// during them found a difference (PropagatorOptions::model_comparison).
+    bool ran_again = false;
 };
 
 /// The memory a call holds, from its backend's memory plan (memory_plan.hpp):

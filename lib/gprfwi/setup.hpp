@@ -54,6 +54,15 @@ struct MaterialCoefficients {
     std::optional<Model> model;
 };
 
+/// What the caller of PropagationSetup::build knows of its model against the
+/// copy of an earlier model that its `recycle` keeps.
+enum class KeptModel {
+    compare,  ///< nothing: build compares the two bit for bit
+    same,     ///< the same, not compared yet: the caller compares them while the call runs and builds again where
+              ///< they differ (EnginePropagator, PropagatorOptions::model_comparison)
+    other,    ///< not the same: such a comparison found a difference
+};
+
 struct PropagationSetup {
     PaddedGrid grid;
     TimeStepping time;
@@ -83,9 +92,10 @@ struct PropagationSetup {
     /// (the caller knows the next call brings this model: Propagator::reserve),
     /// and dropped at the first call with another model: an inversion, whose
     /// every call has a model of its own, pays no copy and no comparison.
+    /// `kept` says what the caller knows of the model against that copy.
     static PropagationSetup build(const Model& model, const Survey& survey, const PropagatorOptions& options,
                                   std::shared_ptr<MaterialCoefficients> recycle = nullptr,
-                                  bool model_comes_again = false);
+                                  bool model_comes_again = false, KeptModel kept = KeptModel::compare);
 
     /// Shots [first, first + count) of this batch as a batch of their own
     /// (a shot group), sharing its coefficients.

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <exception>
+#include <future>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -303,18 +305,59 @@ SecondOrderResult Engine::second_order_adjoint(const InternalTraces&, const Inte
 }
 
 const PropagationSetup& EnginePropagator::begin_call(const Model& model, const Survey& survey, bool keep_levels,
-                                                     bool model_comes_again) {
+                                                     bool model_comes_again, KeptModel kept,
+                                                     std::future<bool>* comparison) {
     timings_ = {};
     kept_forward_.reset();
     const auto t0 = std::chrono::steady_clock::now();
     if (!workspace_) workspace_ = std::make_unique<ShotGroups>(*this);
     ShotGroups& groups = *workspace_;
+    std::shared_ptr<MaterialCoefficients> recycle = groups.take_coefficients();
+    if (comparison && kept == KeptModel::compare && recycle && recycle->model &&
+        same_bits_sampled(model, *recycle->model)) {
+        // the copy is held by the comparison too, whatever becomes of the coefficients
+        std::shared_ptr<const Model> copy(recycle, &*recycle->model);
+        try {
+            *comparison = std::async(std::launch::async, [&model, copy] { return same_bits_parallel(model, *copy); });
+            kept = KeptModel::same;
+        } catch (const std::system_error&) {  // no thread to be had: build compares them
+        }
+    }
+    const std::uint64_t last_id = recycle ? recycle->id : 0;  // (none where the last call's build threw)
     PropagationSetup built =
-        PropagationSetup::build(model, survey, options_, groups.take_coefficients(), model_comes_again);
+        PropagationSetup::build(model, survey, options_, std::move(recycle), model_comes_again, kept);
     timings_.build_s = seconds_since(t0);
+    timings_.coefficients_kept = last_id != 0 && built.coefficients->id == last_id;
+    timings_.ran_again = kept == KeptModel::other;
     groups.bind(std::move(built), keep_levels);
     timings_.setup_s = seconds_since(t0);
     return groups.batch();
+}
+
+bool EnginePropagator::compares_during_loops() const {
+    switch (options_.model_comparison) {
+    case ModelComparison::before: return false;
+    case ModelComparison::during: return true;
+    case ModelComparison::automatic: break;
+    }
+    return loops_leave_host_free();
+}
+
+template <typename Call>
+auto EnginePropagator::run_call(const Model& model, const Survey& survey, bool keep_levels, Call&& call) {
+    KeptModel kept = KeptModel::compare;
+    for (;;) {
+        std::future<bool> comparison;  // (its destructor waits for a comparison that runs)
+        const PropagationSetup& s = begin_call(model, survey, keep_levels, false, kept,
+                                               compares_during_loops() ? &comparison : nullptr);
+        try {
+            auto out = call(s);
+            if (!comparison.valid() || comparison.get()) return out;
+        } catch (...) {
+            if (!comparison.valid() || comparison.get()) throw;
+        }
+        kept = KeptModel::other;  // the batch took coefficients of another model: the call again, with its own
+    }
 }
 
 void EnginePropagator::reserve(const Model& model, const Survey& survey, bool gradient) {
@@ -322,86 +365,90 @@ void EnginePropagator::reserve(const Model& model, const Survey& survey, bool gr
 }
 
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
-    const PropagationSetup& s = begin_call(model, survey, false);
-    ShotGroups& groups = *workspace_;
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
-    const InternalTraces internal = groups.join(std::move(parts));
-    timings_.forward_s = seconds_since(t0);
-    timings_.shot_groups = groups.groups();
-    timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
-    t0 = std::chrono::steady_clock::now();
-    Traces out = to_user(s, internal, survey.nt);
-    timings_.other_s = seconds_since(t0);
-    return out;
+    return run_call(model, survey, false, [&](const PropagationSetup& s) {
+        ShotGroups& groups = *workspace_;
+        auto t0 = std::chrono::steady_clock::now();
+        std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
+        const InternalTraces internal = groups.join(std::move(parts));
+        timings_.forward_s = seconds_since(t0);
+        timings_.shot_groups = groups.groups();
+        timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
+        t0 = std::chrono::steady_clock::now();
+        Traces out = to_user(s, internal, survey.nt);
+        timings_.other_s = seconds_since(t0);
+        return out;
+    });
 }
 
 GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
-    const PropagationSetup& s = begin_call(model, survey, true);
-    ShotGroups& groups = *workspace_;
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
-    const InternalTraces internal = groups.join(std::move(parts));
-    timings_.forward_s = seconds_since(t0);
-    timings_.shot_groups = groups.groups();
-    timings_.level_storage = groups.level_storage();
-    timings_.imaging_steps = groups.engine(0).notes().imaging_steps;
-    timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
-    t0 = std::chrono::steady_clock::now();
-    GradientResult out;
-    out.synthetic = to_user(s, internal, survey.nt);
-    Traces adjoint_source = make_traces(survey);
-    out.misfit = misfit.evaluate(out.synthetic, adjoint_source);
-    check_traces_match(adjoint_source, survey, "adjoint source");
-    const InternalTraces r_internal = to_internal_adjoint(s, adjoint_source);
-    timings_.other_s = seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    std::vector<AdjointResult> a(static_cast<std::size_t>(groups.size()));
-    groups.each([&](int g, Engine& e) { a[static_cast<std::size_t>(g)] = e.adjoint(groups.slice(r_internal, g)); });
-    timings_.adjoint_s = seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
+    return run_call(model, survey, true, [&](const PropagationSetup& s) {
+        ShotGroups& groups = *workspace_;
+        auto t0 = std::chrono::steady_clock::now();
+        std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
+        const InternalTraces internal = groups.join(std::move(parts));
+        timings_.forward_s = seconds_since(t0);
+        timings_.shot_groups = groups.groups();
+        timings_.level_storage = groups.level_storage();
+        timings_.imaging_steps = groups.engine(0).notes().imaging_steps;
+        timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
+        t0 = std::chrono::steady_clock::now();
+        GradientResult out;
+        out.synthetic = to_user(s, internal, survey.nt);
+        Traces adjoint_source = make_traces(survey);
+        out.misfit = misfit.evaluate(out.synthetic, adjoint_source);
+        check_traces_match(adjoint_source, survey, "adjoint source");
+        const InternalTraces r_internal = to_internal_adjoint(s, adjoint_source);
+        timings_.other_s = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        std::vector<AdjointResult> a(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) { a[static_cast<std::size_t>(g)] = e.adjoint(groups.slice(r_internal, g)); });
+        timings_.adjoint_s = seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
 
-    const std::size_t nodes = a[0].g_prev.size();
-    first_order_chain_rule(s, model, options_.precision, a, out.grad_eps_r, out.grad_sigma);
-    if (!a[0].illumination.empty()) {
-        if (a.size() == 1) {
-            out.illumination = fold_to_model(s, a[0].illumination);
-        } else {
-            std::vector<double> energy(nodes);
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(a, &AdjointResult::illumination, i);
-            out.illumination = fold_to_model(s, energy);
+        const std::size_t nodes = a[0].g_prev.size();
+        first_order_chain_rule(s, model, options_.precision, a, out.grad_eps_r, out.grad_sigma);
+        if (!a[0].illumination.empty()) {
+            if (a.size() == 1) {
+                out.illumination = fold_to_model(s, a[0].illumination);
+            } else {
+                std::vector<double> energy(nodes);
+    #pragma omp parallel for schedule(static)
+                for (std::size_t i = 0; i < nodes; ++i) energy[i] = summed(a, &AdjointResult::illumination, i);
+                out.illumination = fold_to_model(s, energy);
+            }
         }
-    }
-    out.grad_wavelet.resize(s.shots.size());
-    for (int g = 0; g < groups.size(); ++g)
-        for (std::size_t si = groups.begin(g); si < groups.begin(g + 1); ++si) {
-            out.grad_wavelet[si].assign(survey.nt, 0.0);
-            s.upsample.apply_transpose(a[static_cast<std::size_t>(g)].grad_wavelet_internal[si - groups.begin(g)].data(),
-                                       out.grad_wavelet[si].data());
-        }
-    timings_.other_s += seconds_since(t0);
-    return out;
+        out.grad_wavelet.resize(s.shots.size());
+        for (int g = 0; g < groups.size(); ++g)
+            for (std::size_t si = groups.begin(g); si < groups.begin(g + 1); ++si) {
+                out.grad_wavelet[si].assign(survey.nt, 0.0);
+                const std::size_t k = si - groups.begin(g);
+                s.upsample.apply_transpose(a[static_cast<std::size_t>(g)].grad_wavelet_internal[k].data(),
+                                           out.grad_wavelet[si].data());
+            }
+        timings_.other_s += seconds_since(t0);
+        return out;
+    });
 }
 
 Traces EnginePropagator::born(const Model& model, const Survey& survey, const ModelDirection& dm) {
-    const PropagationSetup& s = begin_call(model, survey, false);
-    ShotGroups& groups = *workspace_;
-    auto t0 = std::chrono::steady_clock::now();
-    const CoefficientPerturbation p = perturb_coefficients(s, model, dm);
-    timings_.setup_s += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-    groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.born(p, BornLevels::none).born; });
-    const InternalTraces internal = groups.join(std::move(parts));
-    timings_.forward_s = seconds_since(t0);
-    timings_.shot_groups = groups.groups();
-    t0 = std::chrono::steady_clock::now();
-    Traces out = to_user(s, internal, survey.nt);
-    timings_.other_s = seconds_since(t0);
-    return out;
+    return run_call(model, survey, false, [&](const PropagationSetup& s) {
+        ShotGroups& groups = *workspace_;
+        auto t0 = std::chrono::steady_clock::now();
+        const CoefficientPerturbation p = perturb_coefficients(s, model, dm);
+        timings_.setup_s += seconds_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
+        groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.born(p, BornLevels::none).born; });
+        const InternalTraces internal = groups.join(std::move(parts));
+        timings_.forward_s = seconds_since(t0);
+        timings_.shot_groups = groups.groups();
+        t0 = std::chrono::steady_clock::now();
+        Traces out = to_user(s, internal, survey.nt);
+        timings_.other_s = seconds_since(t0);
+        return out;
+    });
 }
 
 HessianResult EnginePropagator::hessian(const Model& model, const Survey& survey, const Misfit& misfit,

@@ -92,11 +92,14 @@ double resolve_alpha_max(const CpmlOptions& opt, const Survey& survey) {
 }  // namespace
 
 PropagationSetup PropagationSetup::build(const Model& model, const Survey& survey, const PropagatorOptions& options,
-                                         std::shared_ptr<MaterialCoefficients> recycle, bool model_comes_again) {
+                                         std::shared_ptr<MaterialCoefficients> recycle, bool model_comes_again,
+                                         KeptModel kept) {
     options.validate();
     // a model bit for bit the copy `recycle` keeps passed its checks then; one whose check matches that of
     // the model `recycle` was filled from (without a copy) is likely the same again, and is copied
-    const bool known = recycle && recycle->model && same_bits_parallel(model, *recycle->model);
+    const bool known = recycle && recycle->model && kept != KeptModel::other &&
+                       (kept == KeptModel::same ? recycle->model->grid == model.grid
+                                                : same_bits_parallel(model, *recycle->model));
     const ModelCheck check = known ? recycle->check : model.checked();
     const bool again = recycle && (model_comes_again || (recycle->id != 0 && recycle->grid.model == model.grid &&
                                                          recycle->check.bits_sum == check.bits_sum &&
