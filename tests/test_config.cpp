@@ -425,6 +425,46 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
     EXPECT_THROW(parallel::shots_of_rank(3, 2, 2), InvalidArgument);
 }
 
+// `inversion.flood: auto` floods the campaigns whose antennas all lie above
+// the inverted region (the suite's surface profiles): the low band, the low
+// band again from its model flooded, then the full band of eps_r alone for
+// kAutoFloodedFullBandIterations; the campaigns with antennas in the ground
+// (crosshole, surface to borehole) keep the two stages. `flood` on a listed
+// stage needs a stage before it, and `inversion.flood` automatic stages.
+TEST(Campaign, FloodsTheSurveysFromAbove) {
+    const std::string suite = std::string(GPRFWI_SOURCE_DIR) + "/configs/benchmarks/";
+    for (const char* name : {"surface-multi-offset", "surface-common-offset", "crosshole-one-sided",
+                             "crosshole-both-ways", "surface-to-borehole"}) {
+        const Campaign c = load_campaign(suite + name + "/campaign.yaml");
+        const std::vector<StageSpec>& st = c.inversion.stages;
+        if (std::string(name).rfind("surface-", 0) == 0 && std::string(name) != "surface-to-borehole") {
+            ASSERT_EQ(st.size(), 3u) << name;
+            EXPECT_EQ(st[1].name, "flood");
+            EXPECT_TRUE(st[1].flood);
+            EXPECT_FALSE(st[0].flood || st[2].flood);
+            EXPECT_EQ(st[1].max_frequency_hz, st[0].max_frequency_hz);
+            EXPECT_EQ(st[2].iterations, kAutoFloodedFullBandIterations);
+            EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
+            const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=false"});
+            EXPECT_EQ(off.inversion.stages.size(), 2u) << name;
+        } else {
+            ASSERT_EQ(st.size(), 2u) << name;
+            EXPECT_FALSE(st[0].flood || st[1].flood) << name;
+            const Campaign on = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=true"});
+            EXPECT_EQ(on.inversion.stages.size(), 3u) << name;
+        }
+    }
+    const std::string base = suite + "surface-multi-offset/campaign.yaml";
+    const std::string listed = "inversion.stages=[{name: a, parameters: [eps_r], iterations: 2}, "
+                               "{name: b, parameters: [eps_r], iterations: 2, flood: true}]";
+    const Campaign two = load_campaign(base, {listed});
+    ASSERT_EQ(two.inversion.stages.size(), 2u);
+    EXPECT_TRUE(two.inversion.stages[1].flood);
+    EXPECT_THROW(load_campaign(base, {listed, "inversion.flood=true"}), ConfigError);
+    EXPECT_THROW(load_campaign(base, {"inversion.stages=[{name: a, parameters: [eps_r], iterations: 2, flood: true}]"}),
+                 ConfigError);
+}
+
 TEST(RunFile, ExampleRunFileIsTheBuiltInExample) {
     const RunConfig c = load_run_config(std::string(GPRFWI_SOURCE_DIR) + "/configs/example.yaml");
     const Model m = example_model();

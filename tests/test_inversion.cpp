@@ -36,6 +36,7 @@
 #include "gprfwi/wavelet.hpp"
 #include "gprfwi/wavelet_projection.hpp"
 #include "petsc_environment.hpp"
+#include "inversion/flood.hpp"
 #include "inversion/stage_checkpoint.hpp"
 #include "inversion/stage_newton.hpp"
 #include "inversion/stage_objective.hpp"
@@ -608,6 +609,42 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     spec.mask.clear();
     spec.taper_radius_m = 0;
     for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
+}
+
+// Flooding continues each column below its deepest strong change of eps_r
+// with the value of that change's extremum (eps_r and sigma), over the free
+// nodes only; a column whose change is small beside the others' is left.
+TEST(Flood, ContinuesEachColumnBelowItsDeepestChange) {
+    const Grid g{6, 20, 0.1, 0.1};
+    const Model reference = Model::uniform(g, 7.0, 0.004);
+    Model m = reference;
+    // column 1: a positive band (rows 8-10, peak 11 at row 9) below a weaker negative one (rows 3-4)
+    m.eps_r(3, 1) = 6.2, m.eps_r(4, 1) = 6.0;
+    m.eps_r(8, 1) = 9.0, m.eps_r(9, 1) = 11.0, m.eps_r(10, 1) = 8.0, m.eps_r(12, 1) = 7.5;  // (row 12 under 30%)
+    m.sigma(9, 1) = 0.01;
+    m.eps_r(5, 2) = 3.0, m.eps_r(6, 2) = 2.0, m.eps_r(7, 2) = 4.0;  // column 2: a negative band, least at row 6
+    m.eps_r(9, 3) = 7.2;                                              // column 3: a change too small to flood
+    m.eps_r(5, 4) = 10.0;                                             // column 4: its lower rows are masked
+    std::vector<double> weight(static_cast<std::size_t>(g.nx) * g.nz, 1.0);
+    for (int iz = 15; iz < g.nz; ++iz) weight[static_cast<std::size_t>(iz) * g.nx + 4] = 0.0;
+    const Model f = flood_below_deepest_change(m, reference, weight);
+    for (int iz = 0; iz < g.nz; ++iz) {
+        EXPECT_EQ(f.eps_r(iz, 1), iz <= 9 ? m.eps_r(iz, 1) : 11.0) << iz;
+        EXPECT_EQ(f.sigma(iz, 1), iz <= 9 ? m.sigma(iz, 1) : 0.01) << iz;
+        EXPECT_EQ(f.eps_r(iz, 2), iz <= 6 ? m.eps_r(iz, 2) : 2.0) << iz;
+        EXPECT_EQ(f.eps_r(iz, 3), m.eps_r(iz, 3)) << iz;
+        EXPECT_EQ(f.eps_r(iz, 4), iz <= 5 || iz >= 15 ? m.eps_r(iz, 4) : 10.0) << iz;
+        EXPECT_EQ(f.eps_r(iz, 0), m.eps_r(iz, 0)) << iz;  // unchanged column
+    }
+    EXPECT_EQ(f.mu_r.values(), m.mu_r.values());
+
+    // a survey from above: every antenna above the shallowest free row
+    std::vector<double> air(weight.size(), 1.0);
+    for (int iz = 0; iz < 5; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) air[static_cast<std::size_t>(iz) * g.nx + ix] = 0.0;
+    EXPECT_TRUE(survey_above_free_nodes({{0.1, 0.45}, {0.4, 0.3}}, air, g));
+    EXPECT_FALSE(survey_above_free_nodes({{0.1, 0.45}, {0.4, 0.5}}, air, g));  // a receiver at the ground's row
+    EXPECT_FALSE(survey_above_free_nodes({}, air, g));
 }
 
 /// A stage's own stopping rules: the misfit's fall over its window, counted
@@ -1739,6 +1776,59 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     for (std::string line; std::getline(csv, line);) ++lines;
     EXPECT_EQ(lines, r.history.size() + 1);
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
+}
+
+// A flooding stage starts from the stage before's model flooded and keeps
+// its own end only where that fits better than the stage before's end
+// (written to its file): never a worse fit. Stopped within it, a campaign
+// resumes with every iteration once and makes the same choice.
+TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
+    const Grid g{10, 8, 0.1, 0.1};
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    for (int flood_iterations : {1, 25}) {
+        const std::string dir = scratch_dir(fmt::format("flood-{}", flood_iterations));
+        InversionSpec spec = quadratic_spec();
+        spec.stages[1] = spec.stages[0];
+        spec.stages[1].name = "flood";
+        spec.stages[1].flood = true;
+        spec.stages[1].iterations = flood_iterations;
+        Quadratic q(g, 1.0);
+        const InversionResult r = invert(start, spec, q, dir, "", false);
+        const Model before = read_model_h5(dir + "/flood_02_flood.h5", g);
+        Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
+        Quadratic judge(g, 1.0);
+        const double j_end = judge.evaluate(r.model, spec.stages[1], ge, gs);
+        const double j_before = judge.evaluate(before, spec.stages[1], ge, gs);
+        if (r.model.eps_r.values() != before.eps_r.values()) {
+            EXPECT_LT(j_end, j_before) << flood_iterations;
+        } else {
+            EXPECT_EQ(r.model.sigma.values(), before.sigma.values());
+        }
+        std::set<std::string> stages;
+        for (const HistoryRow& row : r.history) stages.insert(row.stage);
+        EXPECT_EQ(stages, (std::set<std::string>{"eps", "flood"}));
+        if (flood_iterations == 1) {  // one step from the flooded model leaves it further than the stage before
+            EXPECT_EQ(r.model.eps_r.values(), before.eps_r.values());
+        }
+    }
+    // stopped within the flooding stage, resumed: the same choice, every iteration once
+    const std::string dir = scratch_dir("flood-resume");
+    InversionSpec spec = quadratic_spec();
+    spec.stages[1].flood = true;
+    spec.save_models = true;
+    Quadratic q(g, 1.0);
+    q.stop_after = 12;
+    EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
+    clear_stop_request();
+    Quadratic q2(g, 1.0);
+    const InversionResult r = invert(start, spec, q2, dir, "", true);
+    std::set<std::pair<std::string, int>> seen;
+    for (const HistoryRow& row : r.history)
+        EXPECT_TRUE(seen.insert({row.stage, row.iteration}).second) << row.stage << " " << row.iteration << " twice";
+    const Model before = read_model_h5(dir + "/flood_02_both.h5", g);
+    Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
+    Quadratic judge(g, 1.0);
+    EXPECT_LE(judge.evaluate(r.model, spec.stages[1], ge, gs), judge.evaluate(before, spec.stages[1], ge, gs));
 }
 
 // The survey's sensitivity to sigma, which weights sigma's automatic total

@@ -49,6 +49,11 @@ struct StageSpec {
     double smoothing_m = -1;            // gradient smoothing of this stage's eps_r, m; < 0: InversionSpec::smoothing_m
     double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
     std::optional<InversionMethod> method;  // none: InversionSpec::method
+    /// Start from the stage before's model flooded (flood_below_deepest_change
+    /// against the campaign's starting model), and keep what this stage ends
+    /// with only where its misfit is below that of the stage before's model
+    /// in this stage's data; else go on from the stage before's model.
+    bool flood = false;
 };
 
 /// The background scan before the first stage of a fresh run
@@ -227,7 +232,17 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 /// has settled, at the data's noise or in a flat valley (docs/inversion.md,
 /// "Defaults").
 inline constexpr double kAutoLowBandOfDominant = 0.5;
+/// A survey that sees the ground from above only gets a third stage between
+/// the two (`inversion.flood`, read with the campaign): the low band again
+/// from its model flooded (StageSpec::flood), whose reflections leave the
+/// ground below the deepest reflector where the start put it.
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
+/// With flooding, the full band's iterations, of eps_r alone: reflections
+/// hardly see sigma, whose fine structure the full band then drifts in, and
+/// once the flood has placed the layers the full band's model drifts from
+/// the truth as its misfit keeps falling (docs/inversion.md, "Flooding").
+inline constexpr int kAutoFloodedFullBandIterations = 40;
+
 
 /// The observed traces' amplitude against a model's: the geometric mean over
 /// traces of the ratio of their peaks (observed / modelled), over the traces

@@ -33,6 +33,7 @@
 #include "gprfwi/wavelet_estimation.hpp"
 #include "gprfwi/wavelet_projection.hpp"
 #include "parallel/parallel_arrays.hpp"
+#include "inversion/flood.hpp"
 #include "inversion/petsc_memory.hpp"
 #include "inversion/petsc_vectors.hpp"
 #include "inversion/stage_checkpoint.hpp"
@@ -41,6 +42,7 @@
 #include "inversion/stage_regularization.hpp"
 #include "inversion/stage_smoothing.hpp"
 #include "inversion/stage_solver.hpp"
+#include "inversion/stage_variables.hpp"
 #include "core/timing.hpp"
 
 namespace gprfwi {
@@ -473,7 +475,7 @@ double FwiObjective::misfit(const Model& model, const StageSpec& stage, std::opt
 }
 
 double InversionObjective::misfit(const Model& model, const StageSpec& stage, std::optional<MisfitKind>) {
-    Array2D ge, gs;
+    Array2D ge(model.grid.nz, model.grid.nx), gs(model.grid.nz, model.grid.nx);  // (evaluate's, the model's shape)
     return evaluate(model, stage, ge, gs);
 }
 
@@ -649,6 +651,35 @@ void write_projected_wavelet(InversionObjective& objective, const Model& model, 
 /// more than kAmplitudeWarnFactor. Not where a stage fits the wavelet to the
 /// data (its amplitude then takes up the level), nor where the campaign
 /// scans sigma itself.
+std::string flood_file(const std::string& out_dir, int stage_index, const std::string& name) {
+    return (std::filesystem::path(out_dir) / fmt::format("flood_{:02}_{}.h5", stage_index + 1, name)).string();
+}
+
+/// Before a flooding stage k (StageSpec::flood) begins: where the stage
+/// before it ended, written to its file (rank 0; a resume reads it back),
+/// and `model` flooded.
+Model begin_flood(const Model& model, const Model& start, const std::vector<double>& weight, const StageSpec& stage,
+                  int k, const std::string& out_dir, const std::string& config) {
+    const std::string file = flood_file(out_dir, k, stage.name);
+    parallel::collectively([&] {
+        if (parallel::is_root()) write_model_h5(file, model, config);
+    });
+    Model flooded = flood_below_deepest_change(model, start, weight);
+    spdlog::info("stage {}: starts from the model of the stage before it with the ground below each column's deepest "
+                 "change continued downward (wrote where that stage ended to {})", stage.name, file);
+    return flooded;
+}
+
+/// After a flooding stage k: its model where it fits the stage's data
+/// better than `before`, where the stage before it ended; else `before`.
+void settle_flood(Model& model, const Model& before, const StageSpec& stage, InversionObjective& objective) {
+    const double j_flooded = objective.misfit(model, stage), j_before = objective.misfit(before, stage);
+    const bool keep = j_flooded < j_before;
+    spdlog::info("stage {}: misfit {:.6g} from the flooded model against {:.6g} without: {}", stage.name, j_flooded,
+                 j_before, keep ? "the flooded model's kept" : "going on from where the stage before it ended");
+    if (!keep) model = before;
+}
+
 AmplitudeRatio check_start_amplitudes(const Model& start, const InversionSpec& spec, InversionObjective& objective) {
     if (spec.scan.sigma) return {};
     for (const StageSpec& st : spec.stages)
@@ -779,6 +810,14 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
     BackgroundWriter writer;  // rank 0's
     double sigma_sensitivity = state ? state->sigma_sensitivity : 0.0;
+    const bool floods = std::any_of(spec.stages.begin(), spec.stages.end(), [](const StageSpec& s) { return s.flood; });
+    const std::vector<double> weight = floods ? update_weights(spec, start.grid) : std::vector<double>{};
+    if (state && state->stage_done && first > 0 && spec.stages[static_cast<std::size_t>(first - 1)].flood) {
+        // a flooding stage finished, its choice not yet made
+        const StageSpec& flooding = spec.stages[static_cast<std::size_t>(first - 1)];
+        settle_flood(result.model, read_model_h5(flood_file(out_dir, first - 1, flooding.name), start.grid), flooding,
+                     objective);
+    }
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
         if (propagation_budget_spent(spec.max_propagations, result.history)) {
@@ -791,6 +830,13 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
                      stage.max_frequency_hz > 0 ? fmt::format(", data below {:.4g} Hz", stage.max_frequency_hz) : "",
                      stage.iterations, "");
         prepare_wavelet(spec, objective, result.model, out_dir, config_text, k, first, state.has_value());
+        std::optional<Model> before_flood;  // a flooding stage's: where the stage before it ended
+        if (stage.flood && state && state->stage == k && !state->stage_done) {
+            before_flood = read_model_h5(flood_file(out_dir, k, stage.name), start.grid);
+        } else if (stage.flood) {
+            before_flood = result.model;
+            result.model = begin_flood(result.model, start, weight, stage, k, out_dir, config_text);
+        }
         StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer,
                      sigma_sensitivity);
         std::optional<CheckpointState> resume_state;
@@ -813,6 +859,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         if (run.stopped_by_signal())
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));
+        if (before_flood) settle_flood(result.model, *before_flood, stage, objective);
     }
     parallel::collectively([&] {
         if (!parallel::is_root()) return;

@@ -16,6 +16,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "io/config_reader.hpp"
+#include "inversion/flood.hpp"
+#include "inversion/stage_variables.hpp"
 #include "gprfwi/background_scan.hpp"
 #include "gprfwi/constants.hpp"
 #include "gprfwi/files.hpp"
@@ -567,7 +569,8 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
                      const std::vector<StageSpec>& earlier) {
     const std::string sp = fmt::format("{}.stages[{}]", p, i);
     r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                  "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method"});
+                  "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
+                  "flood"});
     StageSpec st;
     st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
     if (st.name.empty() || st.name.find_first_of(",\n\"/ ") != std::string::npos)
@@ -598,7 +601,43 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
     if (n["method"])
         st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
+    if (n["flood"]) {
+        st.flood = r.boolean(n["flood"], sp + ".flood");
+        if (st.flood && i == 0) r.fail(n["flood"], sp + ".flood", "the first stage has no stage before it to flood");
+    }
     return st;
+}
+
+/// Flooding (`flood`: auto, true or false) with automatic stages: the low
+/// band again from its model flooded, where asked or, auto, where every
+/// antenna lies above the inverted region (a survey from above).
+void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, const std::string& p, const RunConfig& c,
+                InversionSpec& s) {
+    if (flood && !auto_stages)
+        r.fail(flood, p + ".flood", "applies to stages: auto; a listed stage floods with its own `flood: true`");
+    if (!auto_stages) return;
+    std::vector<Position> antennas;
+    for (const ShotSpec& shot : c.shots) {
+        antennas.insert(antennas.end(), shot.sources.begin(), shot.sources.end());
+        antennas.insert(antennas.end(), shot.receivers.begin(), shot.receivers.end());
+    }
+    const bool from_above = survey_above_free_nodes(antennas, update_weights(s, c.grid), c.grid);
+    const bool on = flood && !is_auto(flood) ? r.boolean(flood, p + ".flood") : from_above;
+    if (!flood || is_auto(flood))
+        s.defaults.push_back(from_above ? "flood auto: on (every antenna above the inverted region): the low band again "
+                                          "from its model with the ground below each column's deepest change continued "
+                                          "downward, kept where it fits better"
+                                        : "flood auto: off (antennas within the inverted region)");
+    if (!on) return;
+    StageSpec flooded = s.stages.front();
+    flooded.name = "flood";
+    flooded.flood = true;
+    flooded.estimate_wavelet = false;  // (the low band's estimate kept)
+    s.stages.insert(s.stages.begin() + 1, flooded);
+    StageSpec& full = s.stages.back();
+    full.iterations = kAutoFloodedFullBandIterations;
+    full.invert_sigma = false;
+    s.defaults.push_back(fmt::format("flood: the full band {} iterations of eps_r alone", full.iterations));
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
@@ -713,7 +752,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
-                   "true_model", "estimate_wavelet", "wavelet_projection", "scan", "method", "newton", "max_propagations"});
+                   "true_model", "estimate_wavelet", "wavelet_projection", "scan", "method", "newton", "max_propagations",
+                   "flood"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -788,6 +828,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     read_taper(inv["taper"], r, p, c, automatic, s);
+    read_flood(inv["flood"], !stages || is_auto(stages), r, p, c, s);
     if (const YAML::Node save = inv["save"]) {
         r.map(save, p + ".save", {"models", "gradients"});
         if (save["models"]) s.save_models = r.boolean(save["models"], p + ".save.models");

@@ -1,0 +1,49 @@
+#include "inversion/flood.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "inversion/stage_variables.hpp"
+
+namespace gprfwi {
+
+Model flood_below_deepest_change(const Model& model, const Model& reference, const std::vector<double>& weight) {
+    const Grid& g = model.grid;
+    auto free = [&](int iz, int ix) { return weight[static_cast<std::size_t>(iz) * g.nx + ix] > kMaskedWeight; };
+    auto change = [&](int iz, int ix) { return model.eps_r(iz, ix) - reference.eps_r(iz, ix); };
+    std::vector<double> peak(static_cast<std::size_t>(g.nx), 0.0);
+    for (int ix = 0; ix < g.nx; ++ix)
+        for (int iz = 0; iz < g.nz; ++iz)
+            if (free(iz, ix)) peak[ix] = std::max(peak[ix], std::abs(change(iz, ix)));
+    const double largest = *std::max_element(peak.begin(), peak.end());
+    Model out = model;
+    if (!(largest > 0)) return out;
+#pragma omp parallel for schedule(static)
+    for (int ix = 0; ix < g.nx; ++ix) {
+        if (peak[ix] < kFloodColumnShare * largest) continue;
+        int deepest = -1;
+        for (int iz = g.nz - 1; iz >= 0 && deepest < 0; --iz)
+            if (free(iz, ix) && std::abs(change(iz, ix)) >= kFloodBandShare * peak[ix]) deepest = iz;
+        // up the band to its extremum: the layer's value, not its flank's
+        const double sign = change(deepest, ix) > 0 ? 1.0 : -1.0;
+        while (deepest > 0 && free(deepest - 1, ix) && sign * change(deepest - 1, ix) > sign * change(deepest, ix))
+            --deepest;
+        for (int iz = deepest + 1; iz < g.nz; ++iz)
+            if (free(iz, ix)) {
+                out.eps_r(iz, ix) = model.eps_r(deepest, ix);
+                out.sigma(iz, ix) = model.sigma(deepest, ix);
+            }
+    }
+    return out;
+}
+
+bool survey_above_free_nodes(const std::vector<Position>& antennas, const std::vector<double>& weight,
+                             const Grid& grid) {
+    int top = grid.nz;  // the shallowest row holding a free node
+    for (std::size_t i = 0; i < weight.size() && top == grid.nz; ++i)
+        if (weight[i] > kMaskedWeight) top = static_cast<int>(i / static_cast<std::size_t>(grid.nx));
+    if (antennas.empty() || top == grid.nz) return false;
+    return std::all_of(antennas.begin(), antennas.end(), [&](const Position& p) { return p.z < top * grid.dz; });
+}
+
+}  // namespace gprfwi
