@@ -243,7 +243,6 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 /// the truth as its misfit keeps falling (docs/inversion.md, "Flooding").
 inline constexpr int kAutoFloodedFullBandIterations = 40;
 
-
 /// The observed traces' amplitude against a model's: the geometric mean over
 /// traces of the ratio of their peaks (observed / modelled), over the traces
 /// where both exceed kAmplitudeFloor of the largest observed peak (dead and

@@ -9,7 +9,7 @@ namespace gprfwi {
 
 Model flood_below_deepest_change(const Model& model, const Model& reference, const std::vector<double>& weight) {
     const Grid& g = model.grid;
-    auto free = [&](int iz, int ix) { return weight[static_cast<std::size_t>(iz) * g.nx + ix] > kMaskedWeight; };
+    auto free = [&](int iz, int ix) { return is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]); };
     auto change = [&](int iz, int ix) { return model.eps_r(iz, ix) - reference.eps_r(iz, ix); };
     std::vector<double> peak(static_cast<std::size_t>(g.nx), 0.0);
     for (int ix = 0; ix < g.nx; ++ix)
@@ -41,7 +41,7 @@ bool survey_above_free_nodes(const std::vector<Position>& antennas, const std::v
                              const Grid& grid) {
     int top = grid.nz;  // the shallowest row holding a free node
     for (std::size_t i = 0; i < weight.size() && top == grid.nz; ++i)
-        if (weight[i] > kMaskedWeight) top = static_cast<int>(i / static_cast<std::size_t>(grid.nx));
+        if (is_free(weight[i])) top = static_cast<int>(i / static_cast<std::size_t>(grid.nx));
     if (antennas.empty() || top == grid.nz) return false;
     return std::all_of(antennas.begin(), antennas.end(), [&](const Position& p) { return p.z < top * grid.dz; });
 }

@@ -18,7 +18,7 @@ inline constexpr double kFloodBandShare = 0.3;
 inline constexpr double kFloodColumnShare = 0.1;
 
 /// `model` with the ground below each column's deepest reflector continued
-/// downward: over the free nodes of a column (`weight` above kMaskedWeight),
+/// downward: over the free nodes of a column (is_free of their `weight`),
 /// the change of eps_r since `reference`; its deepest node of at least
 /// kFloodBandShare of the column's largest, moved up to the extremum of its
 /// band, gives its eps_r and sigma to every free node below it. Reflections

@@ -114,7 +114,7 @@ public:
         weight_ = update_weights(spec, model.grid);
         masked_.resize(n_);
 #pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n_; ++i) masked_[i] = weight_[i] < kMaskedWeight ? 1 : 0;
+        for (std::size_t i = 0; i < n_; ++i) masked_[i] = is_free(weight_[i]) ? 0 : 1;
     }
 
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
@@ -646,11 +646,6 @@ void write_projected_wavelet(InversionObjective& objective, const Model& model, 
                  stage.name, peak, file);
 }
 
-/// A fresh campaign's look at its start: the observed traces' amplitude
-/// against the starting model's, logged, and a warning where they differ by
-/// more than kAmplitudeWarnFactor. Not where a stage fits the wavelet to the
-/// data (its amplitude then takes up the level), nor where the campaign
-/// scans sigma itself.
 std::string flood_file(const std::string& out_dir, int stage_index, const std::string& name) {
     return (std::filesystem::path(out_dir) / fmt::format("flood_{:02}_{}.h5", stage_index + 1, name)).string();
 }
@@ -680,6 +675,11 @@ void settle_flood(Model& model, const Model& before, const StageSpec& stage, Inv
     if (!keep) model = before;
 }
 
+/// A fresh campaign's look at its start: the observed traces' amplitude
+/// against the starting model's, logged, and a warning where they differ by
+/// more than kAmplitudeWarnFactor. Not where a stage fits the wavelet to the
+/// data (its amplitude then takes up the level), nor where the campaign
+/// scans sigma itself.
 AmplitudeRatio check_start_amplitudes(const Model& start, const InversionSpec& spec, InversionObjective& objective) {
     if (spec.scan.sigma) return {};
     for (const StageSpec& st : spec.stages)

@@ -20,6 +20,8 @@ namespace gprfwi {
 
 /// A node whose weight is below this is masked: the stage leaves it alone.
 inline constexpr double kMaskedWeight = 1e-3;
+/// Whether a node of this weight is free (the stage may change it).
+inline bool is_free(double weight) { return weight >= kMaskedWeight; }
 
 /// Each node's weight of the update before any preconditioning: 1, but 0 in
 /// spec.mask's regions and (spec.fix_edges) at the model's edges, and

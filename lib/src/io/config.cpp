@@ -608,6 +608,16 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     return st;
 }
 
+/// Every source and receiver of the survey, shot after shot.
+std::vector<Position> every_antenna(const RunConfig& c) {
+    std::vector<Position> all;
+    for (const ShotSpec& shot : c.shots) {
+        all.insert(all.end(), shot.sources.begin(), shot.sources.end());
+        all.insert(all.end(), shot.receivers.begin(), shot.receivers.end());
+    }
+    return all;
+}
+
 /// Flooding (`flood`: auto, true or false) with automatic stages: the low
 /// band again from its model flooded, where asked or, auto, where every
 /// antenna lies above the inverted region (a survey from above).
@@ -616,12 +626,7 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     if (flood && !auto_stages)
         r.fail(flood, p + ".flood", "applies to stages: auto; a listed stage floods with its own `flood: true`");
     if (!auto_stages) return;
-    std::vector<Position> antennas;
-    for (const ShotSpec& shot : c.shots) {
-        antennas.insert(antennas.end(), shot.sources.begin(), shot.sources.end());
-        antennas.insert(antennas.end(), shot.receivers.begin(), shot.receivers.end());
-    }
-    const bool from_above = survey_above_free_nodes(antennas, update_weights(s, c.grid), c.grid);
+    const bool from_above = survey_above_free_nodes(every_antenna(c), update_weights(s, c.grid), c.grid);
     const bool on = flood && !is_auto(flood) ? r.boolean(flood, p + ".flood") : from_above;
     if (!flood || is_auto(flood))
         s.defaults.push_back(from_above ? "flood auto: on (every antenna above the inverted region): the low band again "
@@ -741,11 +746,7 @@ void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, 
         s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
                                          "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
-    if (s.taper_radius_m > 0)
-        for (const ShotSpec& shot : c.shots) {
-            s.taper_points.insert(s.taper_points.end(), shot.sources.begin(), shot.sources.end());
-            s.taper_points.insert(s.taper_points.end(), shot.receivers.begin(), shot.receivers.end());
-        }
+    if (s.taper_radius_m > 0) s.taper_points = every_antenna(c);
 }
 
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {

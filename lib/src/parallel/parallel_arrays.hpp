@@ -5,8 +5,10 @@
 // propagation's set-up (docs/performance.md, "Whole calls").
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -56,16 +58,26 @@ inline bool equal_parallel(const Array2D& a, const Array2D& b) {
     return a.nz() == b.nz() && a.nx() == b.nx() && equal_parallel(a.values(), b.values());
 }
 
+/// Models a's and b's arrays side by side (eps_r, sigma, mu_r), where their
+/// grids and every array's shape agree; else none.
+inline std::optional<std::array<std::pair<const Array2D*, const Array2D*>, 3>> array_pairs(const Model& a,
+                                                                                          const Model& b) {
+    if (!(a.grid == b.grid)) return std::nullopt;
+    const std::array<std::pair<const Array2D*, const Array2D*>, 3> arrays{
+        {{&a.eps_r, &b.eps_r}, {&a.sigma, &b.sigma}, {&a.mu_r, &b.mu_r}}};
+    for (const auto& [x, y] : arrays)
+        if (x->nz() != y->nz() || x->nx() != y->nx()) return std::nullopt;
+    return arrays;
+}
+
 /// Whether models a and b hold the same grid and the same values, bit for
 /// bit. The threads compare their blocks of the three arrays together, and a
 /// thread stops reading at its first difference: models that differ almost
 /// everywhere (an inversion's steps) are told apart at once.
 inline bool same_bits_parallel(const Model& a, const Model& b) {
-    if (!(a.grid == b.grid)) return false;
-    const std::pair<const Array2D*, const Array2D*> arrays[] = {{&a.eps_r, &b.eps_r}, {&a.sigma, &b.sigma},
-                                                                {&a.mu_r, &b.mu_r}};
-    for (const auto& [x, y] : arrays)
-        if (x->nz() != y->nz() || x->nx() != y->nx()) return false;
+    const auto pairs = array_pairs(a, b);
+    if (!pairs) return false;
+    const auto& arrays = *pairs;
     constexpr std::size_t kBlock = 4096;
     const std::size_t n = a.eps_r.size(), blocks = (n + kBlock - 1) / kBlock;
     bool same = true;
@@ -84,12 +96,10 @@ inline bool same_bits_parallel(const Model& a, const Model& b) {
 /// everywhere, is told apart here, in microseconds. A yes says only that the
 /// sample agrees (same_bits_parallel says the rest).
 inline bool same_bits_sampled(const Model& a, const Model& b, std::size_t runs = 1024) {
-    if (!(a.grid == b.grid)) return false;
-    const std::pair<const Array2D*, const Array2D*> arrays[] = {{&a.eps_r, &b.eps_r}, {&a.sigma, &b.sigma},
-                                                                {&a.mu_r, &b.mu_r}};
+    const auto pairs = array_pairs(a, b);
+    if (!pairs) return false;
     constexpr std::size_t kRun = 8;
-    for (const auto& [x, y] : arrays) {
-        if (x->nz() != y->nz() || x->nx() != y->nx()) return false;
+    for (const auto& [x, y] : *pairs) {
         const std::size_t n = x->size();
         if (n == 0) continue;
         const std::size_t last = n > kRun ? n - kRun : 0, len = std::min(kRun, n) * sizeof(double);

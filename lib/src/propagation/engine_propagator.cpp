@@ -227,6 +227,22 @@ public:
     void each(Fn&& fn) {
         for_each_group(size(), p_.concurrent_groups(), [&](int g) { fn(g, engine(g)); });
     }
+    /// The groups' forward runs (keeping their levels for an adjoint: the
+    /// gradient's), joined; their time and what they did go to `t`.
+    InternalTraces forward(bool keep_levels, RunTimings& t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<InternalTraces> parts(static_cast<std::size_t>(size()));
+        each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(keep_levels); });
+        InternalTraces all = join(std::move(parts));
+        t.forward_s = seconds_since(t0);
+        t.shot_groups = groups();
+        t.forward_paired_share = engine(0).notes().forward_paired_share;
+        if (keep_levels) {
+            t.level_storage = level_storage();
+            t.imaging_steps = engine(0).notes().imaging_steps;
+        }
+        return all;
+    }
     /// The batch's internal traces from the groups'.
     InternalTraces join(std::vector<InternalTraces>&& parts) const {
         InternalTraces all;
@@ -366,15 +382,8 @@ void EnginePropagator::reserve(const Model& model, const Survey& survey, bool gr
 
 Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
     return run_call(model, survey, false, [&](const PropagationSetup& s) {
-        ShotGroups& groups = *workspace_;
-        auto t0 = std::chrono::steady_clock::now();
-        std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-        groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(false); });
-        const InternalTraces internal = groups.join(std::move(parts));
-        timings_.forward_s = seconds_since(t0);
-        timings_.shot_groups = groups.groups();
-        timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
-        t0 = std::chrono::steady_clock::now();
+        const InternalTraces internal = workspace_->forward(false, timings_);
+        const auto t0 = std::chrono::steady_clock::now();
         Traces out = to_user(s, internal, survey.nt);
         timings_.other_s = seconds_since(t0);
         return out;
@@ -384,16 +393,8 @@ Traces EnginePropagator::forward(const Model& model, const Survey& survey) {
 GradientResult EnginePropagator::gradient(const Model& model, const Survey& survey, const Misfit& misfit) {
     return run_call(model, survey, true, [&](const PropagationSetup& s) {
         ShotGroups& groups = *workspace_;
+        const InternalTraces internal = groups.forward(true, timings_);
         auto t0 = std::chrono::steady_clock::now();
-        std::vector<InternalTraces> parts(static_cast<std::size_t>(groups.size()));
-        groups.each([&](int g, Engine& e) { parts[static_cast<std::size_t>(g)] = e.forward(true); });
-        const InternalTraces internal = groups.join(std::move(parts));
-        timings_.forward_s = seconds_since(t0);
-        timings_.shot_groups = groups.groups();
-        timings_.level_storage = groups.level_storage();
-        timings_.imaging_steps = groups.engine(0).notes().imaging_steps;
-        timings_.forward_paired_share = groups.engine(0).notes().forward_paired_share;
-        t0 = std::chrono::steady_clock::now();
         GradientResult out;
         out.synthetic = to_user(s, internal, survey.nt);
         Traces adjoint_source = make_traces(survey);
