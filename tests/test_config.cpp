@@ -427,8 +427,8 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 
 // `inversion.flood: auto` floods the campaigns whose antennas all lie above
 // the inverted region (the suite's surface profiles): the low band, the low
-// band again from its model flooded, then the full band of eps_r alone for
-// kAutoFloodedFullBandIterations; the campaigns with antennas in the ground
+// band again from its model flooded for kAutoFloodIterations, then the full
+// band of eps_r alone for kAutoFloodedFullBandIterations; the campaigns with antennas in the ground
 // (crosshole, surface to borehole) keep the two stages. `flood` on a listed
 // stage needs a stage before it, and `inversion.flood` automatic stages.
 TEST(Campaign, FloodsTheSurveysFromAbove) {
@@ -443,6 +443,8 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_TRUE(st[1].flood);
             EXPECT_FALSE(st[0].flood || st[2].flood);
             EXPECT_EQ(st[1].max_frequency_hz, st[0].max_frequency_hz);
+            EXPECT_EQ(st[1].iterations, kAutoFloodIterations);
+            EXPECT_EQ(st[1].min_relative_decrease, st[0].min_relative_decrease);
             EXPECT_EQ(st[2].iterations, kAutoFloodedFullBandIterations);
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
             const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=false"});

@@ -242,6 +242,11 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 /// once the flood has placed the layers the full band's model drifts from
 /// the truth as its misfit keeps falling (docs/inversion.md, "Flooding").
 inline constexpr int kAutoFloodedFullBandIterations = 40;
+/// With flooding, the flood stage's iterations (the low band's stopping rule
+/// still applies): it starts from a model whose layers below the reflectors
+/// are new to the data, and its misfit and model keep improving long after the
+/// low band's count (docs/inversion.md, "Flooding").
+inline constexpr int kAutoFloodIterations = 60;
 
 /// The observed traces' amplitude against a model's: the geometric mean over
 /// traces of the ratio of their peaks (observed / modelled), over the traces

@@ -638,11 +638,13 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     flooded.name = "flood";
     flooded.flood = true;
     flooded.estimate_wavelet = false;  // (the low band's estimate kept)
+    flooded.iterations = kAutoFloodIterations;
     s.stages.insert(s.stages.begin() + 1, flooded);
     StageSpec& full = s.stages.back();
     full.iterations = kAutoFloodedFullBandIterations;
     full.invert_sigma = false;
-    s.defaults.push_back(fmt::format("flood: the full band {} iterations of eps_r alone", full.iterations));
+    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone",
+                                     flooded.iterations, full.iterations));
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
