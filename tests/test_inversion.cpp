@@ -611,10 +611,13 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
 }
 
-// Flooding continues each column below its deepest strong change of eps_r
-// with the value of that change's extremum (eps_r and sigma), over the free
-// nodes only; a column whose change is small beside the others' is left.
-TEST(Flood, ContinuesEachColumnBelowItsDeepestChange) {
+// Flooding finds each column's deepest strong band of eps_r change (its
+// extremum, and its top halfway up the upper flank) and replaces the free
+// nodes from the top down by a step from the value above the band, of the
+// height asked in units of the extremum's contrast (within the bounds;
+// sigma the extremum's); a column whose change is small beside the others'
+// is left.
+TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     const Grid g{6, 20, 0.1, 0.1};
     const Model reference = Model::uniform(g, 7.0, 0.004);
     Model m = reference;
@@ -627,21 +630,36 @@ TEST(Flood, ContinuesEachColumnBelowItsDeepestChange) {
     m.eps_r(5, 4) = 10.0;                                             // column 4: its lower rows are masked
     std::vector<double> weight(static_cast<std::size_t>(g.nx) * g.nz, 1.0);
     for (int iz = 15; iz < g.nz; ++iz) weight[static_cast<std::size_t>(iz) * g.nx + 4] = 0.0;
-    const Model f = flood_below_deepest_change(m, reference, weight);
-    for (int iz = 0; iz < g.nz; ++iz) {
-        EXPECT_EQ(f.eps_r(iz, 1), iz <= 9 ? m.eps_r(iz, 1) : 11.0) << iz;
-        EXPECT_EQ(f.sigma(iz, 1), iz <= 9 ? m.sigma(iz, 1) : 0.01) << iz;
-        EXPECT_EQ(f.eps_r(iz, 2), iz <= 6 ? m.eps_r(iz, 2) : 2.0) << iz;
-        EXPECT_EQ(f.eps_r(iz, 3), m.eps_r(iz, 3)) << iz;
-        EXPECT_EQ(f.eps_r(iz, 4), iz <= 5 || iz >= 15 ? m.eps_r(iz, 4) : 10.0) << iz;
-        EXPECT_EQ(f.eps_r(iz, 0), m.eps_r(iz, 0)) << iz;  // unchanged column
+    const std::vector<FloodColumn> c = flood_columns(m, reference, weight);
+    ASSERT_EQ(c.size(), 6u);
+    EXPECT_EQ(c[1].extremum, 9);  // row 10's change (1) is under 30% of 4
+    EXPECT_EQ(c[1].top, 8);       // row 8's change (2) is half the extremum's
+    EXPECT_EQ(c[2].extremum, 6);  // up from row 7, the band's deepest, to its least
+    EXPECT_EQ(c[2].top, 5);
+    EXPECT_EQ(c[4].extremum, 5);
+    EXPECT_EQ(c[4].top, 5);
+    for (int ix : {0, 3, 5}) EXPECT_EQ(c[ix].extremum, -1) << ix;
+    for (double height : {0.0, 1.0, 2.0}) {
+        const Model f = flood_step(m, reference, c, weight, height, 1.0, 12.0);
+        for (int iz = 0; iz < g.nz; ++iz) {
+            EXPECT_EQ(f.eps_r(iz, 1), iz < 8 ? m.eps_r(iz, 1) : std::min(7.0 + height * 4.0, 12.0)) << iz;
+            EXPECT_EQ(f.sigma(iz, 1), iz < 8 ? m.sigma(iz, 1) : 0.01) << iz;
+            EXPECT_EQ(f.eps_r(iz, 2), iz < 5 ? m.eps_r(iz, 2) : std::max(7.0 - height * 5.0, 1.0)) << iz;  // bound
+            EXPECT_EQ(f.eps_r(iz, 3), m.eps_r(iz, 3)) << iz;
+            EXPECT_EQ(f.eps_r(iz, 4), iz < 5 || iz >= 15 ? m.eps_r(iz, 4) : std::min(7.0 + height * 3.0, 12.0))
+                << iz;
+            EXPECT_EQ(f.eps_r(iz, 0), m.eps_r(iz, 0)) << iz;  // unchanged column
+        }
+        EXPECT_EQ(f.mu_r.values(), m.mu_r.values());
     }
-    EXPECT_EQ(f.mu_r.values(), m.mu_r.values());
-
-    // a survey from above: every antenna above the shallowest free row
+    // a band at the ground's top steps from the reference's value there
     std::vector<double> air(weight.size(), 1.0);
     for (int iz = 0; iz < 5; ++iz)
         for (int ix = 0; ix < g.nx; ++ix) air[static_cast<std::size_t>(iz) * g.nx + ix] = 0.0;
+    const Model f = flood_step(m, reference, flood_columns(m, reference, air), air, 2.0, 1.0, 12.0);
+    EXPECT_EQ(f.eps_r(19, 4), std::min(7.0 + 2.0 * 3.0, 12.0));
+
+    // a survey from above: every antenna above the shallowest free row
     EXPECT_TRUE(survey_above_free_nodes({{0.1, 0.45}, {0.4, 0.3}}, air, g));
     EXPECT_FALSE(survey_above_free_nodes({{0.1, 0.45}, {0.4, 0.5}}, air, g));  // a receiver at the ground's row
     EXPECT_FALSE(survey_above_free_nodes({}, air, g));
@@ -1817,9 +1835,17 @@ TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
     spec.stages[1].flood = true;
     spec.save_models = true;
     Quadratic q(g, 1.0);
-    q.stop_after = 12;
+    q.stop_after = 28;  // (the first stage and the flood's 13 step heights take 21 evaluations)
     EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
     clear_stop_request();
+    {
+        H5Attributes a = checkpoint_attributes({});
+        read_model_h5(dir + "/checkpoint.h5", g, &a);
+        const CheckpointState s = checkpoint_state(a);
+        EXPECT_EQ(s.stage, 1);
+        EXPECT_FALSE(s.stage_done);
+        EXPECT_GT(s.iterations, 0);
+    }
     Quadratic q2(g, 1.0);
     const InversionResult r = invert(start, spec, q2, dir, "", true);
     std::set<std::pair<std::string, int>> seen;

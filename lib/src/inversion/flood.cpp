@@ -7,7 +7,7 @@
 
 namespace gprfwi {
 
-Model flood_below_deepest_change(const Model& model, const Model& reference, const std::vector<double>& weight) {
+std::vector<FloodColumn> flood_columns(const Model& model, const Model& reference, const std::vector<double>& weight) {
     const Grid& g = model.grid;
     auto free = [&](int iz, int ix) { return is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]); };
     auto change = [&](int iz, int ix) { return model.eps_r(iz, ix) - reference.eps_r(iz, ix); };
@@ -16,9 +16,8 @@ Model flood_below_deepest_change(const Model& model, const Model& reference, con
         for (int iz = 0; iz < g.nz; ++iz)
             if (free(iz, ix)) peak[ix] = std::max(peak[ix], std::abs(change(iz, ix)));
     const double largest = *std::max_element(peak.begin(), peak.end());
-    Model out = model;
-    if (!(largest > 0)) return out;
-#pragma omp parallel for schedule(static)
+    std::vector<FloodColumn> columns(static_cast<std::size_t>(g.nx));
+    if (!(largest > 0)) return columns;
     for (int ix = 0; ix < g.nx; ++ix) {
         if (peak[ix] < kFloodColumnShare * largest) continue;
         int deepest = -1;
@@ -28,10 +27,29 @@ Model flood_below_deepest_change(const Model& model, const Model& reference, con
         const double sign = change(deepest, ix) > 0 ? 1.0 : -1.0;
         while (deepest > 0 && free(deepest - 1, ix) && sign * change(deepest - 1, ix) > sign * change(deepest, ix))
             --deepest;
-        for (int iz = deepest + 1; iz < g.nz; ++iz)
+        int top = deepest;
+        while (top > 0 && free(top - 1, ix) &&
+               sign * change(top - 1, ix) >= kFloodFlankShare * sign * change(deepest, ix))
+            --top;
+        columns[static_cast<std::size_t>(ix)] = {deepest, top};
+    }
+    return columns;
+}
+
+Model flood_step(const Model& model, const Model& reference, const std::vector<FloodColumn>& columns,
+                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max) {
+    const Grid& g = model.grid;
+    auto free = [&](int iz, int ix) { return is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]); };
+    Model out = model;
+    for (int ix = 0; ix < g.nx; ++ix) {
+        const FloodColumn& c = columns[static_cast<std::size_t>(ix)];
+        if (c.extremum < 0) continue;
+        const double above = c.top > 0 && free(c.top - 1, ix) ? model.eps_r(c.top - 1, ix) : reference.eps_r(c.top, ix);
+        const double eps_r = std::clamp(above + height * (model.eps_r(c.extremum, ix) - above), eps_r_min, eps_r_max);
+        for (int iz = c.top; iz < g.nz; ++iz)
             if (free(iz, ix)) {
-                out.eps_r(iz, ix) = model.eps_r(deepest, ix);
-                out.sigma(iz, ix) = model.sigma(deepest, ix);
+                out.eps_r(iz, ix) = eps_r;
+                out.sigma(iz, ix) = model.sigma(c.extremum, ix);
             }
     }
     return out;

@@ -1,7 +1,7 @@
 #pragma once
 // Flooding (docs/inversion.md, "Flooding"): the ground below each column's
-// deepest reflector continued downward, for surveys that see the ground from
-// above only.
+// deepest reflector replaced by a step the data size, for surveys that see
+// the ground from above only.
 
 #include <vector>
 
@@ -16,17 +16,40 @@ inline constexpr double kFloodBandShare = 0.3;
 /// ... in the columns whose largest change is at least this share of the
 /// largest of all columns (the others hold no reflector).
 inline constexpr double kFloodColumnShare = 0.1;
-
-/// `model` with the ground below each column's deepest reflector continued
-/// downward: over the free nodes of a column (is_free of their `weight`),
-/// the change of eps_r since `reference`; its deepest node of at least
-/// kFloodBandShare of the column's largest, moved up to the extremum of its
-/// band, gives its eps_r and sigma to every free node below it. Reflections
-/// place a reflector's contrast in a band as thin as their wavelength and
-/// leave the ground below it as the start had it, where no reflection returns
-/// from: a null space the flood fills with the layer the band holds
+/// A band's top: the shallowest node above its extremum, contiguous with it,
+/// whose change is at least this share of the extremum's (its upper flank's
+/// middle, where the reflector it images lies).
+inline constexpr double kFloodFlankShare = 0.5;
+/// The step heights the data choose from, in units of the band's extremum
+/// over the value above the band (0: no step, 1: the band's extremum); a
+/// band-limited image of a step holds only part of its contrast
 /// (docs/inversion.md, "Flooding").
-Model flood_below_deepest_change(const Model& model, const Model& reference, const std::vector<double>& weight);
+inline constexpr double kFloodLeastHeight = 0.0, kFloodGreatestHeight = 3.0, kFloodHeightStep = 0.25;
+
+/// A column's deepest band of change: its extremum's row and its top's, or
+/// -1 for a column the flood leaves.
+struct FloodColumn {
+    int extremum = -1, top = -1;
+};
+
+/// Each column's deepest band of eps_r change since `reference`, over the
+/// free nodes (is_free of their `weight`): the deepest node of at least
+/// kFloodBandShare of the column's largest change, moved up to the extremum
+/// of its band; the band's top kFloodFlankShare up its upper flank. Columns
+/// whose largest change is under kFloodColumnShare of the largest column's
+/// are left.
+std::vector<FloodColumn> flood_columns(const Model& model, const Model& reference, const std::vector<double>& weight);
+
+/// `model` with each column's free nodes from its band's top down replaced
+/// by a step: eps_r = a + height (e - a), e the band's extremum and a the
+/// value just above the band (the reference's where that node is not free),
+/// within [eps_r_min, eps_r_max]; sigma the extremum's. Reflections place a
+/// reflector's contrast in a band as thin as their wavelength and leave the
+/// ground below it as the start had it, where no reflection returns from: a
+/// null space the flood fills with the layer the band images, and whose
+/// step the data size (docs/inversion.md, "Flooding").
+Model flood_step(const Model& model, const Model& reference, const std::vector<FloodColumn>& columns,
+                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max);
 
 /// Whether every source and receiver lies above the free nodes of `weight`
 /// (a survey that sees the ground from above only): where `inversion.flood:

@@ -652,17 +652,38 @@ std::string flood_file(const std::string& out_dir, int stage_index, const std::s
 
 /// Before a flooding stage k (StageSpec::flood) begins: where the stage
 /// before it ended, written to its file (rank 0; a resume reads it back),
-/// and `model` flooded.
+/// and `model` flooded with the step height whose model fits the stage's
+/// data best (every height from kFloodLeastHeight to kFloodGreatestHeight in
+/// steps of kFloodHeightStep; one forward run each, collective).
 Model begin_flood(const Model& model, const Model& start, const std::vector<double>& weight, const StageSpec& stage,
-                  int k, const std::string& out_dir, const std::string& config) {
+                  int k, const InversionSpec& spec, InversionObjective& objective, const std::string& out_dir,
+                  const std::string& config) {
     const std::string file = flood_file(out_dir, k, stage.name);
     parallel::collectively([&] {
         if (parallel::is_root()) write_model_h5(file, model, config);
     });
-    Model flooded = flood_below_deepest_change(model, start, weight);
-    spdlog::info("stage {}: starts from the model of the stage before it with the ground below each column's deepest "
-                 "change continued downward (wrote where that stage ended to {})", stage.name, file);
-    return flooded;
+    const std::vector<FloodColumn> columns = flood_columns(model, start, weight);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<Model> best;
+    double best_height = 0, best_j = HUGE_VAL;
+    std::string tried;
+    const int steps = static_cast<int>(std::lround((kFloodGreatestHeight - kFloodLeastHeight) / kFloodHeightStep));
+    for (int i = 0; i <= steps; ++i) {
+        const double height = kFloodLeastHeight + i * kFloodHeightStep;
+        Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max);
+        const double j = objective.misfit(flooded, stage);
+        tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
+        if (j < best_j) {  // (NaN never wins)
+            best_j = j, best_height = height;
+            best = std::move(flooded);
+        }
+    }
+    if (!best) throw Error(fmt::format("stage {}: no step height of the flood gave a finite misfit ({})", stage.name, tried));
+    spdlog::info("stage {}: starts from the model of the stage before it with a step below each column's deepest "
+                 "change, of height {:.4g} (its misfit {:.6g} the least of the heights tried: {}; {:.1f} s); wrote "
+                 "where that stage ended to {}",
+                 stage.name, best_height, best_j, tried, seconds_since(t0), file);
+    return *best;
 }
 
 /// After a flooding stage k: its model where it fits the stage's data
@@ -835,7 +856,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             before_flood = read_model_h5(flood_file(out_dir, k, stage.name), start.grid);
         } else if (stage.flood) {
             before_flood = result.model;
-            result.model = begin_flood(result.model, start, weight, stage, k, out_dir, config_text);
+            result.model = begin_flood(result.model, start, weight, stage, k, spec, objective, out_dir, config_text);
         }
         StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer,
                      sigma_sensitivity);

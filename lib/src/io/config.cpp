@@ -630,8 +630,8 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     const bool on = flood && !is_auto(flood) ? r.boolean(flood, p + ".flood") : from_above;
     if (!flood || is_auto(flood))
         s.defaults.push_back(from_above ? "flood auto: on (every antenna above the inverted region): the low band again "
-                                          "from its model with the ground below each column's deepest change continued "
-                                          "downward, kept where it fits better"
+                                          "from its model with a step below each column's deepest change, of the height "
+                                          "the data choose, kept where it fits better"
                                         : "flood auto: off (antennas within the inverted region)");
     if (!on) return;
     StageSpec flooded = s.stages.front();
