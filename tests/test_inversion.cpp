@@ -615,7 +615,8 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
 // extremum, and its top halfway up the upper flank) and replaces the free
 // nodes from the top down by a step from the value above the band, of the
 // height asked in units of the extremum's contrast (within the bounds;
-// sigma the extremum's); a column whose change is small beside the others'
+// sigma the extremum's), each column's step the median of its neighbours'
+// within the width asked; a column whose change is small beside the others'
 // is left.
 TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     const Grid g{6, 20, 0.1, 0.1};
@@ -640,7 +641,7 @@ TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     EXPECT_EQ(c[4].top, 5);
     for (int ix : {0, 3, 5}) EXPECT_EQ(c[ix].extremum, -1) << ix;
     for (double height : {0.0, 1.0, 2.0}) {
-        const Model f = flood_step(m, reference, c, weight, height, 1.0, 12.0);
+        const Model f = flood_step(m, reference, c, weight, height, 1.0, 12.0, 0);
         for (int iz = 0; iz < g.nz; ++iz) {
             EXPECT_EQ(f.eps_r(iz, 1), iz < 8 ? m.eps_r(iz, 1) : std::min(7.0 + height * 4.0, 12.0)) << iz;
             EXPECT_EQ(f.sigma(iz, 1), iz < 8 ? m.sigma(iz, 1) : 0.01) << iz;
@@ -656,8 +657,23 @@ TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     std::vector<double> air(weight.size(), 1.0);
     for (int iz = 0; iz < 5; ++iz)
         for (int ix = 0; ix < g.nx; ++ix) air[static_cast<std::size_t>(iz) * g.nx + ix] = 0.0;
-    const Model f = flood_step(m, reference, flood_columns(m, reference, air), air, 2.0, 1.0, 12.0);
+    const Model f = flood_step(m, reference, flood_columns(m, reference, air), air, 2.0, 1.0, 12.0, 0);
     EXPECT_EQ(f.eps_r(19, 4), std::min(7.0 + 2.0 * 3.0, 12.0));
+
+    // laterally, each column's step is the median of the flooded columns' near it: one column's
+    // stronger band (column 3 of 1-5; 0 and 6 unchanged) leaves no streak
+    const Grid g7{7, 12, 0.1, 0.1};
+    const Model flat = Model::uniform(g7, 7.0, 0.004);
+    Model layered = flat;
+    for (int ix = 1; ix <= 5; ++ix) layered.eps_r(4, ix) = ix == 3 ? 13.0 : 10.0;
+    const std::vector<double> free7(static_cast<std::size_t>(g7.nx) * g7.nz, 1.0);
+    const std::vector<FloodColumn> c7 = flood_columns(layered, flat, free7);
+    const Model alone = flood_step(layered, flat, c7, free7, 1.0, 1.0, 40.0, 0);
+    const Model median = flood_step(layered, flat, c7, free7, 1.0, 1.0, 40.0, 1);
+    EXPECT_EQ(alone.eps_r(8, 3), 13.0);
+    for (int ix = 0; ix < g7.nx; ++ix)
+        for (int iz = 0; iz < g7.nz; ++iz)
+            EXPECT_EQ(median.eps_r(iz, ix), ix == 0 || ix == 6 || iz < 4 ? 7.0 : 10.0) << ix << ", " << iz;
 
     // a survey from above: every antenna above the shallowest free row
     EXPECT_TRUE(survey_above_free_nodes({{0.1, 0.45}, {0.4, 0.3}}, air, g));

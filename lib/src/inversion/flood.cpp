@@ -37,19 +37,35 @@ std::vector<FloodColumn> flood_columns(const Model& model, const Model& referenc
 }
 
 Model flood_step(const Model& model, const Model& reference, const std::vector<FloodColumn>& columns,
-                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max) {
+                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max,
+                 int lateral_columns) {
     const Grid& g = model.grid;
     auto free = [&](int iz, int ix) { return is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]); };
-    Model out = model;
+    std::vector<double> eps_r(static_cast<std::size_t>(g.nx)), sigma(eps_r.size());
     for (int ix = 0; ix < g.nx; ++ix) {
         const FloodColumn& c = columns[static_cast<std::size_t>(ix)];
         if (c.extremum < 0) continue;
         const double above = c.top > 0 && free(c.top - 1, ix) ? model.eps_r(c.top - 1, ix) : reference.eps_r(c.top, ix);
-        const double eps_r = std::clamp(above + height * (model.eps_r(c.extremum, ix) - above), eps_r_min, eps_r_max);
+        eps_r[ix] = std::clamp(above + height * (model.eps_r(c.extremum, ix) - above), eps_r_min, eps_r_max);
+        sigma[ix] = model.sigma(c.extremum, ix);
+    }
+    // each column's step the median of the flooded columns' within lateral_columns of it
+    auto median = [&](const std::vector<double>& v, int ix) {
+        std::vector<double> near;
+        for (int j = std::max(ix - lateral_columns, 0); j <= std::min(ix + lateral_columns, g.nx - 1); ++j)
+            if (columns[static_cast<std::size_t>(j)].extremum >= 0) near.push_back(v[j]);
+        std::nth_element(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(near.size() / 2), near.end());
+        return near[near.size() / 2];
+    };
+    Model out = model;
+    for (int ix = 0; ix < g.nx; ++ix) {
+        const FloodColumn& c = columns[static_cast<std::size_t>(ix)];
+        if (c.extremum < 0) continue;
+        const double e = median(eps_r, ix), sg = median(sigma, ix);
         for (int iz = c.top; iz < g.nz; ++iz)
             if (free(iz, ix)) {
-                out.eps_r(iz, ix) = eps_r;
-                out.sigma(iz, ix) = model.sigma(c.extremum, ix);
+                out.eps_r(iz, ix) = e;
+                out.sigma(iz, ix) = sg;
             }
     }
     return out;

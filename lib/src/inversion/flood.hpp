@@ -43,13 +43,17 @@ std::vector<FloodColumn> flood_columns(const Model& model, const Model& referenc
 /// `model` with each column's free nodes from its band's top down replaced
 /// by a step: eps_r = a + height (e - a), e the band's extremum and a the
 /// value just above the band (the reference's where that node is not free),
-/// within [eps_r_min, eps_r_max]; sigma the extremum's. Reflections place a
+/// within [eps_r_min, eps_r_max]; sigma the extremum's; each column's step
+/// then the median of the flooded columns' within `lateral_columns` of it,
+/// so that a column whose band differs from its neighbours' (a side lobe, a
+/// diffraction) leaves no streak below it. Reflections place a
 /// reflector's contrast in a band as thin as their wavelength and leave the
 /// ground below it as the start had it, where no reflection returns from: a
 /// null space the flood fills with the layer the band images, and whose
 /// step the data size (docs/inversion.md, "Flooding").
 Model flood_step(const Model& model, const Model& reference, const std::vector<FloodColumn>& columns,
-                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max);
+                 const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max,
+                 int lateral_columns);
 
 /// Whether every source and receiver lies above the free nodes of `weight`
 /// (a survey that sees the ground from above only): where `inversion.flood:

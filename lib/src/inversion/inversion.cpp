@@ -663,6 +663,9 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
         if (parallel::is_root()) write_model_h5(file, model, config);
     });
     const std::vector<FloodColumn> columns = flood_columns(model, start, weight);
+    // the steps' lateral median over the stage's eps_r smoothing length: what its updates resolve
+    const double smoothing = stage.smoothing_m >= 0 ? stage.smoothing_m : spec.smoothing_m;
+    const int lateral = static_cast<int>(std::lround(smoothing / start.grid.dx));
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<Model> best;
     double best_height = 0, best_j = HUGE_VAL;
@@ -670,7 +673,7 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
     const int steps = static_cast<int>(std::lround((kFloodGreatestHeight - kFloodLeastHeight) / kFloodHeightStep));
     for (int i = 0; i <= steps; ++i) {
         const double height = kFloodLeastHeight + i * kFloodHeightStep;
-        Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max);
+        Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
         const double j = objective.misfit(flooded, stage);
         tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
         if (j < best_j) {  // (NaN never wins)
