@@ -1814,8 +1814,9 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
 
 // A flooding stage starts from the stage before's model flooded and keeps
 // its own end only where that fits better than the stage before's end
-// (written to its file): never a worse fit. Stopped within it, a campaign
-// resumes with every iteration once and makes the same choice.
+// (written to its file): never a worse fit. Stopped while its flood is sized
+// or within it, a campaign resumes with every iteration once and makes the
+// same choice.
 TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
     const Grid g{10, 8, 0.1, 0.1};
     const Model start = Model::uniform(g, 5.0, 0.002);
@@ -1845,32 +1846,36 @@ TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
             EXPECT_EQ(r.model.eps_r.values(), before.eps_r.values());
         }
     }
-    // stopped within the flooding stage, resumed: the same choice, every iteration once
-    const std::string dir = scratch_dir("flood-resume");
-    InversionSpec spec = quadratic_spec();
-    spec.stages[1].flood = true;
-    spec.save_models = true;
-    Quadratic q(g, 1.0);
-    q.stop_after = 28;  // (the first stage and the flood's 13 step heights take 21 evaluations)
-    EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
-    clear_stop_request();
-    {
-        H5Attributes a = checkpoint_attributes({});
-        read_model_h5(dir + "/checkpoint.h5", g, &a);
-        const CheckpointState s = checkpoint_state(a);
-        EXPECT_EQ(s.stage, 1);
-        EXPECT_FALSE(s.stage_done);
-        EXPECT_GT(s.iterations, 0);
+    // stopped while the flood is sized (the first stage and the flood's 13 step heights take 21
+    // evaluations) or within the flooding stage, resumed: the same choice, every iteration once
+    for (int stop_after : {12, 28}) {
+        const std::string dir = scratch_dir(fmt::format("flood-resume-{}", stop_after));
+        InversionSpec spec = quadratic_spec();
+        spec.stages[1].flood = true;
+        spec.save_models = true;
+        Quadratic q(g, 1.0);
+        q.stop_after = stop_after;
+        EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
+        clear_stop_request();
+        {
+            H5Attributes a = checkpoint_attributes({});
+            read_model_h5(dir + "/checkpoint.h5", g, &a);
+            const CheckpointState s = checkpoint_state(a);
+            EXPECT_EQ(s.stage, stop_after == 12 ? 0 : 1);
+            EXPECT_EQ(s.stage_done, stop_after == 12);
+        }
+        Quadratic q2(g, 1.0);
+        const InversionResult r = invert(start, spec, q2, dir, "", true);
+        std::set<std::pair<std::string, int>> seen;
+        for (const HistoryRow& row : r.history)
+            EXPECT_TRUE(seen.insert({row.stage, row.iteration}).second)
+                << row.stage << " " << row.iteration << " twice (stopped after " << stop_after << ")";
+        EXPECT_EQ(r.history.back().stage, "both");
+        const Model before = read_model_h5(dir + "/flood_02_both.h5", g);
+        Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
+        Quadratic judge(g, 1.0);
+        EXPECT_LE(judge.evaluate(r.model, spec.stages[1], ge, gs), judge.evaluate(before, spec.stages[1], ge, gs));
     }
-    Quadratic q2(g, 1.0);
-    const InversionResult r = invert(start, spec, q2, dir, "", true);
-    std::set<std::pair<std::string, int>> seen;
-    for (const HistoryRow& row : r.history)
-        EXPECT_TRUE(seen.insert({row.stage, row.iteration}).second) << row.stage << " " << row.iteration << " twice";
-    const Model before = read_model_h5(dir + "/flood_02_both.h5", g);
-    Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
-    Quadratic judge(g, 1.0);
-    EXPECT_LE(judge.evaluate(r.model, spec.stages[1], ge, gs), judge.evaluate(before, spec.stages[1], ge, gs));
 }
 
 // The survey's sensitivity to sigma, which weights sigma's automatic total

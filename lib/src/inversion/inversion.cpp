@@ -675,6 +675,10 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
         const double height = kFloodLeastHeight + i * kFloodHeightStep;
         Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
         const double j = objective.misfit(flooded, stage);
+        if (parallel::max(g_stop ? 1.0 : 0.0) > 0)
+            throw StopRequested(fmt::format("stopped by a signal while sizing the flood before stage {}; continue with "
+                                            "--resume, which sizes it again",
+                                            stage.name));
         tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
         if (j < best_j) {  // (NaN never wins)
             best_j = j, best_height = height;
