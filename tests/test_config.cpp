@@ -428,8 +428,9 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // `inversion.flood: auto` floods the campaigns whose antennas all lie above
 // the inverted region (the suite's surface profiles): the low band, the low
 // band again from its model flooded for kAutoFloodIterations, then the full
-// band of eps_r alone for kAutoFloodedFullBandIterations; the campaigns with antennas in the ground
-// (crosshole, surface to borehole) keep the two stages. `flood` on a listed
+// band of eps_r alone for kAutoFloodedFullBandIterations; the campaigns with
+// antennas in the ground (crosshole, surface to borehole) keep the two
+// stages. `flood` on a listed
 // stage needs a stage before it, and `inversion.flood` automatic stages.
 TEST(Campaign, FloodsTheSurveysFromAbove) {
     const std::string suite = std::string(GPRFWI_SOURCE_DIR) + "/configs/benchmarks/";

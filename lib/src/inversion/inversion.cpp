@@ -53,6 +53,9 @@ volatile std::sig_atomic_t g_stop = 0;
 
 extern "C" void on_stop_signal(int) { g_stop = 1; }
 
+/// Whether any rank has been asked to stop (collective).
+bool stop_requested_anywhere() { return parallel::max(g_stop ? 1.0 : 0.0) > 0; }
+
 /// A stage's active parameters in the order of the optimisation vector's
 /// blocks (0: eps_r, 1: sigma).
 std::vector<int> active_parameters(const StageSpec& stage) {
@@ -298,7 +301,7 @@ private:
         for (std::size_t i = 0; i < gx.size(); ++i) finite = finite && std::isfinite(gp[i]);
         if (!finite)
             throw NumericalBlowup(fmt::format("stage {}: the objective or its gradient is not finite (f = {})", stage_.name, f));
-        if (parallel::max(g_stop ? 1.0 : 0.0) > 0) stopped_ = true;
+        if (stop_requested_anywhere()) stopped_ = true;
         return f;
     }
 
@@ -313,7 +316,7 @@ private:
         output_.record(make_row(iteration, j, it.gradient_norm, it.step), model_);
         write_iteration(iteration, false);
         std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed(), spec_.max_propagations);
-        if (parallel::max(g_stop ? 1.0 : 0.0) > 0) {
+        if (stop_requested_anywhere()) {
             stopped_ = true;
             why = "stop requested by a signal";
         }
@@ -664,8 +667,7 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
     });
     const std::vector<FloodColumn> columns = flood_columns(model, start, weight);
     // the steps' lateral median over the stage's eps_r smoothing length: what its updates resolve
-    const double smoothing = stage.smoothing_m >= 0 ? stage.smoothing_m : spec.smoothing_m;
-    const int lateral = static_cast<int>(std::lround(smoothing / start.grid.dx));
+    const int lateral = static_cast<int>(std::lround(smoothing_length(spec, stage, 0) / start.grid.dx));
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<Model> best;
     double best_height = 0, best_j = HUGE_VAL;
@@ -675,7 +677,7 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
         const double height = kFloodLeastHeight + i * kFloodHeightStep;
         Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
         const double j = objective.misfit(flooded, stage);
-        if (parallel::max(g_stop ? 1.0 : 0.0) > 0)
+        if (stop_requested_anywhere())
             throw StopRequested(fmt::format("stopped by a signal while sizing the flood before stage {}; continue with "
                                             "--resume, which sizes it again",
                                             stage.name));
@@ -738,7 +740,7 @@ Model scan_start(const Model& start, const InversionSpec& spec, InversionObjecti
     const ScanResult scan = scan_background(start, spec, [&](const Model& m, const char* parameter) {
         const bool eps_r = std::string_view(parameter) == "eps_r";
         const double j = objective.misfit(m, stage, eps_r ? std::optional(MisfitKind::normalized) : std::nullopt);
-        if (parallel::max(g_stop ? 1.0 : 0.0) > 0)
+        if (stop_requested_anywhere())
             throw StopRequested("stopped by a signal during the background scan, before any checkpoint; run again without --resume");
         return j;
     });

@@ -12,10 +12,12 @@ StageSmoothing::StageSmoothing(const InversionSpec& spec, const StageSpec& stage
                                const std::vector<int>& params)
     : spec_(spec), stage_(stage), grid_(grid), params_(params) {}
 
-double StageSmoothing::length(int p) const {
-    const double stage = p == 0 ? stage_.smoothing_m : stage_.smoothing_sigma_m;
-    return stage >= 0 ? stage : p == 0 ? spec_.smoothing_m : spec_.smoothing_sigma_m;
+double smoothing_length(const InversionSpec& spec, const StageSpec& stage, int p) {
+    const double own = p == 0 ? stage.smoothing_m : stage.smoothing_sigma_m;
+    return own >= 0 ? own : p == 0 ? spec.smoothing_m : spec.smoothing_sigma_m;
 }
+
+double StageSmoothing::length(int p) const { return smoothing_length(spec_, stage_, p); }
 
 bool StageSmoothing::wanted() const {
     for (int p : params_)
