@@ -13,7 +13,7 @@ done
 "$scripts/make-field-data.sh" "$gprfwi" example-run/shallow-truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
   || { echo "make-field-data.sh failed"; exit 1; }
 # the benchmark cases' data (short runs, where each campaign expects them), the field-like one made field-like
-for case in configs/benchmarks/*/; do
+for case in configs/benchmarks/*/ configs/benchmarks-outside/*/; do
   "$gprfwi" forward "$case/truth.yaml" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $case failed"; exit 1; }
   FIELD=""
   . "$case/case.env"
@@ -25,7 +25,7 @@ for case in configs/benchmarks/*/; do
       > /dev/null 2>&1 || { echo "convert for $case failed"; exit 1; }
   fi
 done
-for f in configs/*.yaml configs/benchmarks/*/*.yaml; do
+for f in configs/*.yaml configs/benchmarks/*/*.yaml configs/benchmarks-outside/*/*.yaml; do
   "$gprfwi" check "$f" > check.log 2>&1 || { cat check.log; echo "FAIL $f"; exit 1; }
   echo "valid: $f"
 done
