@@ -12,8 +12,9 @@ done
 # the measured-data example reads its shots from the SEG-Y file it names
 "$scripts/make-field-data.sh" "$gprfwi" example-run/shallow-truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
   || { echo "make-field-data.sh failed"; exit 1; }
-# the benchmark cases' data (short runs, where each campaign expects them), the field-like one made field-like
-for case in configs/benchmarks/*/ configs/benchmarks-outside/*/; do
+# the benchmark cases' data, the suite's and those outside it (short runs, where each campaign expects them),
+# the field-like one made field-like
+for case in configs/benchmarks*/*/; do
   "$gprfwi" forward "$case/truth.yaml" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $case failed"; exit 1; }
   FIELD=""
   . "$case/case.env"
@@ -25,7 +26,7 @@ for case in configs/benchmarks/*/ configs/benchmarks-outside/*/; do
       > /dev/null 2>&1 || { echo "convert for $case failed"; exit 1; }
   fi
 done
-for f in configs/*.yaml configs/benchmarks/*/*.yaml configs/benchmarks-outside/*/*.yaml; do
+for f in configs/*.yaml configs/benchmarks*/*/*.yaml; do
   "$gprfwi" check "$f" > check.log 2>&1 || { cat check.log; echo "FAIL $f"; exit 1; }
   echo "valid: $f"
 done

@@ -430,8 +430,8 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // band again from its model flooded for kAutoFloodIterations, then the full
 // band of eps_r alone for kAutoFloodedFullBandIterations; the campaigns with
 // antennas in the ground (crosshole, surface to borehole) keep the two
-// stages. `flood` on a listed
-// stage needs a stage before it, and `inversion.flood` automatic stages.
+// stages. `flood` on a listed stage needs a stage before it, and
+// `inversion.flood` automatic stages.
 TEST(Campaign, FloodsTheSurveysFromAbove) {
     const std::string suite = std::string(GPRFWI_SOURCE_DIR) + "/configs/benchmarks/";
     for (const char* name : {"surface-multi-offset", "surface-common-offset", "crosshole-one-sided",
