@@ -681,6 +681,17 @@ TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     EXPECT_FALSE(survey_above_free_nodes({}, air, g));
 }
 
+// A flood goes ahead only where its best step fits the data at most
+// kFloodMisfitFactor times worse than the model it floods; never on a NaN.
+TEST(Flood, GoesAheadOnlyWhereItsStepFitsTheDataNearlyAsWell) {
+    EXPECT_TRUE(flood_fits(0.5, 1.0));  // a flood may fit better
+    EXPECT_TRUE(flood_fits(kFloodMisfitFactor, 1.0));
+    EXPECT_FALSE(flood_fits(kFloodMisfitFactor * 1.001, 1.0));
+    EXPECT_FALSE(flood_fits(0.0877, 0.00983));  // a side lobe flooded (docs/inversion.md, "Flooding")
+    EXPECT_FALSE(flood_fits(std::nan(""), 1.0));
+    EXPECT_FALSE(flood_fits(1.0, std::nan("")));
+}
+
 /// A stage's own stopping rules: the misfit's fall over its window, counted
 /// within the stage only (rows of the stage before do not count), and its
 /// wall-time budget; neither when switched off.

@@ -71,6 +71,8 @@ Model flood_step(const Model& model, const Model& reference, const std::vector<F
     return out;
 }
 
+bool flood_fits(double flooded, double unflooded) { return flooded <= kFloodMisfitFactor * unflooded; }
+
 bool survey_above_free_nodes(const std::vector<Position>& antennas, const std::vector<double>& weight,
                              const Grid& grid) {
     int top = grid.nz;  // the shallowest row holding a free node

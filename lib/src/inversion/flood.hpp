@@ -26,6 +26,18 @@ inline constexpr double kFloodFlankShare = 0.5;
 /// (docs/inversion.md, "Flooding").
 inline constexpr double kFloodLeastHeight = 0.0, kFloodGreatestHeight = 3.0, kFloodHeightStep = 0.25;
 
+/// The flood goes ahead only where its best step fits the data at most this
+/// many times worse than the model it floods: it fills ground the data do
+/// not see, which a flood from the deepest reflector changes only through
+/// the step's top, while a flood from a band that is not the deepest
+/// reflector (a side lobe of the other sign, on a survey whose low band is
+/// long) overwrites ground the data do see (docs/inversion.md, "Flooding").
+inline constexpr double kFloodMisfitFactor = 5.0;
+
+/// Whether a flood whose best step's misfit is `flooded` goes ahead from a
+/// model whose misfit is `unflooded` (not where either is NaN).
+bool flood_fits(double flooded, double unflooded);
+
 /// A column's deepest band of change: its extremum's row and its top's, or
 /// -1 for a column the flood leaves.
 struct FloodColumn {

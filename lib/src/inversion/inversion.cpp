@@ -657,7 +657,9 @@ std::string flood_file(const std::string& out_dir, int stage_index, const std::s
 /// before it ended, written to its file (rank 0; a resume reads it back),
 /// and `model` flooded with the step height whose model fits the stage's
 /// data best (every height from kFloodLeastHeight to kFloodGreatestHeight in
-/// steps of kFloodHeightStep; one forward run each, collective).
+/// steps of kFloodHeightStep; one forward run each, collective); `model`
+/// itself where that step fits the data more than kFloodMisfitFactor times
+/// worse than `model` (flood_fits).
 Model begin_flood(const Model& model, const Model& start, const std::vector<double>& weight, const StageSpec& stage,
                   int k, const InversionSpec& spec, InversionObjective& objective, const std::string& out_dir,
                   const std::string& config) {
@@ -669,6 +671,12 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
     // the steps' lateral median over the stage's eps_r smoothing length: what its updates resolve
     const int lateral = static_cast<int>(std::lround(smoothing_length(spec, stage, 0) / start.grid.dx));
     const auto t0 = std::chrono::steady_clock::now();
+    auto stop_if_asked = [&] {
+        if (stop_requested_anywhere())
+            throw StopRequested(fmt::format("stopped by a signal while sizing the flood before stage {}; continue "
+                                            "with --resume, which sizes it again",
+                                            stage.name));
+    };
     std::optional<Model> best;
     double best_height = 0, best_j = HUGE_VAL;
     std::string tried;
@@ -677,10 +685,7 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
         const double height = kFloodLeastHeight + i * kFloodHeightStep;
         Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
         const double j = objective.misfit(flooded, stage);
-        if (stop_requested_anywhere())
-            throw StopRequested(fmt::format("stopped by a signal while sizing the flood before stage {}; continue with "
-                                            "--resume, which sizes it again",
-                                            stage.name));
+        stop_if_asked();
         tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
         if (j < best_j) {  // (NaN never wins)
             best_j = j, best_height = height;
@@ -688,10 +693,21 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
         }
     }
     if (!best) throw Error(fmt::format("stage {}: no step height of the flood gave a finite misfit ({})", stage.name, tried));
+    const double unflooded = objective.misfit(model, stage);
+    stop_if_asked();
+    if (!flood_fits(best_j, unflooded)) {
+        spdlog::warn("stage {}: no flood: its best step (height {:.4g}) fits the data {:.3g} times worse than the model "
+                     "of the stage before it (misfit {:.6g} against {:.6g}; heights tried: {}; {:.1f} s), more than the "
+                     "{:.3g} times a flood of unseen ground allows: the band it floods from is not the deepest "
+                     "reflector; the stage goes on from that model unflooded",
+                     stage.name, best_height, best_j / unflooded, best_j, unflooded, tried, seconds_since(t0),
+                     kFloodMisfitFactor);
+        return model;
+    }
     spdlog::info("stage {}: starts from the model of the stage before it with a step below each column's deepest "
-                 "change, of height {:.4g} (its misfit {:.6g} the least of the heights tried: {}; {:.1f} s); wrote "
-                 "where that stage ended to {}",
-                 stage.name, best_height, best_j, tried, seconds_since(t0), file);
+                 "change, of height {:.4g} (its misfit {:.6g} the least of the heights tried: {}; without the flood "
+                 "{:.6g}; {:.1f} s); wrote where that stage ended to {}",
+                 stage.name, best_height, best_j, tried, unflooded, seconds_since(t0), file);
     return *best;
 }
 
@@ -700,8 +716,8 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
 void settle_flood(Model& model, const Model& before, const StageSpec& stage, InversionObjective& objective) {
     const double j_flooded = objective.misfit(model, stage), j_before = objective.misfit(before, stage);
     const bool keep = j_flooded < j_before;
-    spdlog::info("stage {}: misfit {:.6g} from the flooded model against {:.6g} without: {}", stage.name, j_flooded,
-                 j_before, keep ? "the flooded model's kept" : "going on from where the stage before it ended");
+    spdlog::info("stage {}: misfit {:.6g} at its end against {:.6g} where the stage before it ended: {}", stage.name,
+                 j_flooded, j_before, keep ? "its end kept" : "going on from where the stage before it ended");
     if (!keep) model = before;
 }
 
