@@ -653,16 +653,24 @@ std::string flood_file(const std::string& out_dir, int stage_index, const std::s
     return (std::filesystem::path(out_dir) / fmt::format("flood_{:02}_{}.h5", stage_index + 1, name)).string();
 }
 
+/// Where a flooding stage starts from, and the misfit of the model it
+/// floods (begin_flood).
+struct FloodStart {
+    Model model;
+    double misfit_before;
+};
+
 /// Before a flooding stage k (StageSpec::flood) begins: where the stage
 /// before it ended, written to its file (rank 0; a resume reads it back),
 /// and `model` flooded with the step height whose model fits the stage's
 /// data best (every height from kFloodLeastHeight to kFloodGreatestHeight in
 /// steps of kFloodHeightStep; one forward run each, collective); `model`
 /// itself where that step fits the data more than kFloodMisfitFactor times
-/// worse than `model` (flood_fits).
-Model begin_flood(const Model& model, const Model& start, const std::vector<double>& weight, const StageSpec& stage,
-                  int k, const InversionSpec& spec, InversionObjective& objective, const std::string& out_dir,
-                  const std::string& config) {
+/// worse than `model` (flood_fits); with `model`'s misfit in the stage's
+/// data, which settle_flood needs again after the stage.
+FloodStart begin_flood(const Model& model, const Model& start, const std::vector<double>& weight,
+                       const StageSpec& stage, int k, const InversionSpec& spec, InversionObjective& objective,
+                       const std::string& out_dir, const std::string& config) {
     const std::string file = flood_file(out_dir, k, stage.name);
     parallel::collectively([&] {
         if (parallel::is_root()) write_model_h5(file, model, config);
@@ -702,19 +710,24 @@ Model begin_flood(const Model& model, const Model& start, const std::vector<doub
                      "reflector; the stage goes on from that model unflooded",
                      stage.name, best_height, best_j / unflooded, best_j, unflooded, tried, seconds_since(t0),
                      kFloodMisfitFactor);
-        return model;
+        return {model, unflooded};
     }
     spdlog::info("stage {}: starts from the model of the stage before it with a step below each column's deepest "
                  "change, of height {:.4g} (its misfit {:.6g} the least of the heights tried: {}; without the flood "
                  "{:.6g}; {:.1f} s); wrote where that stage ended to {}",
                  stage.name, best_height, best_j, tried, unflooded, seconds_since(t0), file);
-    return *best;
+    return {std::move(*best), unflooded};
 }
 
 /// After a flooding stage k: its model where it fits the stage's data
 /// better than `before`, where the stage before it ended; else `before`.
-void settle_flood(Model& model, const Model& before, const StageSpec& stage, InversionObjective& objective) {
-    const double j_flooded = objective.misfit(model, stage), j_before = objective.misfit(before, stage);
+/// `before_misfit`: `before`'s misfit where begin_flood computed it (the
+/// objective's wavelet is set before the flood and kept through the stage),
+/// else computed here (a resumed campaign).
+void settle_flood(Model& model, const Model& before, std::optional<double> before_misfit, const StageSpec& stage,
+                  InversionObjective& objective) {
+    const double j_flooded = objective.misfit(model, stage);
+    const double j_before = before_misfit ? *before_misfit : objective.misfit(before, stage);
     const bool keep = j_flooded < j_before;
     spdlog::info("stage {}: misfit {:.6g} at its end against {:.6g} where the stage before it ended: {}", stage.name,
                  j_flooded, j_before, keep ? "its end kept" : "going on from where the stage before it ended");
@@ -861,8 +874,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     if (state && state->stage_done && first > 0 && spec.stages[static_cast<std::size_t>(first - 1)].flood) {
         // a flooding stage finished, its choice not yet made
         const StageSpec& flooding = spec.stages[static_cast<std::size_t>(first - 1)];
-        settle_flood(result.model, read_model_h5(flood_file(out_dir, first - 1, flooding.name), start.grid), flooding,
-                     objective);
+        const Model before = read_model_h5(flood_file(out_dir, first - 1, flooding.name), start.grid);
+        settle_flood(result.model, before, std::nullopt, flooding, objective);
     }
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
@@ -877,11 +890,15 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
                      stage.iterations, "");
         prepare_wavelet(spec, objective, result.model, out_dir, config_text, k, first, state.has_value());
         std::optional<Model> before_flood;  // a flooding stage's: where the stage before it ended
+        std::optional<double> before_flood_misfit;  // ... and its misfit, where begin_flood computed it
         if (stage.flood && state && state->stage == k && !state->stage_done) {
             before_flood = read_model_h5(flood_file(out_dir, k, stage.name), start.grid);
         } else if (stage.flood) {
             before_flood = result.model;
-            result.model = begin_flood(result.model, start, weight, stage, k, spec, objective, out_dir, config_text);
+            FloodStart flooded =
+                begin_flood(result.model, start, weight, stage, k, spec, objective, out_dir, config_text);
+            result.model = std::move(flooded.model);
+            before_flood_misfit = flooded.misfit_before;
         }
         StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer,
                      sigma_sensitivity);
@@ -905,7 +922,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         if (run.stopped_by_signal())
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));
-        if (before_flood) settle_flood(result.model, *before_flood, stage, objective);
+        if (before_flood) settle_flood(result.model, *before_flood, before_flood_misfit, stage, objective);
     }
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
