@@ -212,4 +212,29 @@ std::size_t resident_bytes() {
     return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
+namespace {
+
+struct ProcessScratch {
+    pid_t owner = ::getpid();
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gprfwi-tests-" + std::to_string(owner));
+    ProcessScratch() {
+        std::filesystem::remove_all(dir);  // a folder left by an earlier process of this pid
+        std::filesystem::create_directories(dir);
+    }
+    ProcessScratch(const ProcessScratch&) = delete;
+    ProcessScratch& operator=(const ProcessScratch&) = delete;
+    ~ProcessScratch() {
+        if (::getpid() != owner) return;  // a forked child leaves its parent's folder alone
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+    }
+};
+
+}  // namespace
+
+std::filesystem::path scratch_path(const std::string& name) {
+    static const ProcessScratch scratch;
+    return scratch.dir / name;
+}
+
 }  // namespace gprfwi::test

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -99,5 +100,11 @@ void expect_bitwise_equal(const CallResult& a, const CallResult& b, const std::s
 
 /// The process's resident memory, bytes (Linux: /proc/self/statm).
 std::size_t resident_bytes();
+
+/// `name` in a folder of this test process's own under the system's
+/// temporary folder (CTest runs each test in a process of its own, side by
+/// side), made on first use and removed, with all it holds, when the process
+/// exits normally.
+std::filesystem::path scratch_path(const std::string& name);
 
 }  // namespace gprfwi::test

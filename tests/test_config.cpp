@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +21,7 @@
 #include "gprfwi/hdf5_io.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/wavelet.hpp"
+#include "support.hpp"
 
 namespace gprfwi {
 namespace {
@@ -42,9 +41,7 @@ output: {dir: out}
 )";
 
 std::string write_run_file(const std::string& name, const std::string& text) {
-    const auto dir = std::filesystem::temp_directory_path() / ("gprfwi-config-tests-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const auto path = (dir / (name + ".yaml")).string();
+    const auto path = test::scratch_path(name + ".yaml").string();
     std::ofstream(path) << text;
     return path;
 }

@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <segyio/segy.h>
-#include <unistd.h>
-
 #include <array>
 #include <cmath>
 #include <complex>
@@ -30,11 +28,7 @@
 namespace gprfwi {
 namespace {
 
-std::string temp_path(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("gprfwi-field-tests-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    return (dir / name).string();
-}
+std::string temp_path(const std::string& name) { return test::scratch_path(name).string(); }
 
 /// Two shots, uneven receiver counts, positions on a millimetre raster.
 Survey two_shot_survey() {

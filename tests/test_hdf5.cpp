@@ -26,11 +26,7 @@ namespace {
 
 // A folder per test process: CTest runs tests side by side, and the round-trip
 // test checks that its folder holds no temporary file.
-std::filesystem::path scratch(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("gprfwi-hdf5-tests-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    return dir / name;
-}
+std::filesystem::path scratch(const std::string& name) { return test::scratch_path(name); }
 
 Survey uneven_survey() {
     const Grid g{30, 20, 0.05, 0.05};

@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -1008,7 +1006,7 @@ private:
 };
 
 std::string scratch_dir(const std::string& name) {
-    const auto d = std::filesystem::temp_directory_path() / fmt::format("gprfwi-inversion-{}-{}", ::getpid(), name);
+    const auto d = test::scratch_path(name);
     std::filesystem::remove_all(d);
     std::filesystem::create_directories(d);
     return d.string();
