@@ -15,8 +15,11 @@
 # inversion (as gprfwi's --set; repeatable), to try a setting on the whole
 # suite; -t adds an option to every tomography (repeatable; with
 # --amplitudes the campaign starts from the tomography's sigma too); without CASE, every folder of CASES_DIR
-# (each holds truth.yaml, campaign.yaml and case.env). Python: Debian's
-# python3 with numpy, h5py and matplotlib (scripts/install-deps.sh).
+# (each holds truth.yaml, campaign.yaml and case.env, or a case.env whose
+# BASE names another case's folder, relative to its own, and whose SETS are
+# the --set KEY=VALUE words that make that case's truth and campaign its
+# own). Python: Debian's python3 with numpy, h5py and matplotlib
+# (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks settings=()
@@ -48,16 +51,23 @@ mkdir -p "$out/figures"
 for case in "${cases[@]}"; do
   dir=$suite/$case
   [ -f "$dir/case.env" ] || { echo "benchmark-inversion.sh: $dir has no case.env" >&2; exit 2; }
-  FIELD="" TOMOGRAPHY=0 TOMOGRAPHY_OPTIONS=""
+  FIELD="" TOMOGRAPHY=0 TOMOGRAPHY_OPTIONS="" BASE="" SETS=""
   # shellcheck disable=SC1091
   source "$dir/case.env"
+  files=$dir
+  if [ -n "$BASE" ]; then
+    files=$(cd "$dir/$BASE" 2>/dev/null && pwd) || { echo "benchmark-inversion.sh: $dir/case.env: BASE=$BASE is not a folder" >&2; exit 2; }
+  fi
+  own=()
+  for s in $SETS; do own+=(--set "$s"); done
   TOMOGRAPHY_OPTIONS="$TOMOGRAPHY_OPTIONS ${tomography_extra[*]+${tomography_extra[*]}}"
   work=$out/$case
   rm -rf "$work" && mkdir -p "$work"
   log=$work/log.txt
   echo "== $case" | tee "$log"
   start=$(date +%s.%N)
-  "${mpi[@]}" "$gprfwi" forward "$dir/truth.yaml" -o "$work/truth" --set propagator.backend="$backend" >> "$log" 2>&1
+  "${mpi[@]}" "$gprfwi" forward "$files/truth.yaml" -o "$work/truth" ${own[@]+"${own[@]}"} \
+    --set propagator.backend="$backend" >> "$log" 2>&1
   data=(--set data.observed="$work/truth/synthetic.h5")
   if [ -n "$FIELD" ]; then
     mkdir -p "$work/field"
@@ -65,13 +75,13 @@ for case in "${cases[@]}"; do
     "$gprfwi" convert "$work/truth/synthetic.h5" "$work/field/line.sgy" $FIELD >> "$log" 2>&1
     data=(--set data.observed.file="$work/field/line.sgy")
   fi
-  run=(--set propagator.backend="$backend" "${data[@]}")
+  run=(${own[@]+"${own[@]}"} --set propagator.backend="$backend" "${data[@]}")
   # the campaign's own starting model, for the scores' "start"
-  "$gprfwi" forward "$dir/campaign.yaml" -o "$work/start" "${run[@]}" --set time.nt=1 >> "$log" 2>&1
+  "$gprfwi" forward "$files/campaign.yaml" -o "$work/start" "${run[@]}" --set time.nt=1 >> "$log" 2>&1
   begin=()
   if [ "$TOMOGRAPHY" = 1 ]; then
     # shellcheck disable=SC2086
-    "${mpi[@]}" "$gprfwi" tomography "$dir/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
+    "${mpi[@]}" "$gprfwi" tomography "$files/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
     grep -E "RMS traveltime residual .* ->|time zero" "$log" | sed 's/^.*\] //' || true
     grep -E "RMS log amplitude ratio .* ->" "$log" | sed 's/^.*\] //' || true
     begin=(--set "model.eps_r={file: $work/tomography/tomography.h5}")
@@ -79,7 +89,7 @@ for case in "${cases[@]}"; do
       *" --amplitudes "*) begin+=(--set "model.sigma={file: $work/tomography/tomography.h5}") ;;
     esac
   fi
-  "${mpi[@]}" "$gprfwi" invert "$dir/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
+  "${mpi[@]}" "$gprfwi" invert "$files/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
     --set inversion.true_model="$work/truth/model.h5" ${settings[@]+"${settings[@]}"} >> "$log" 2>&1
   seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
   grep -E "inversion\.(stages|smoothing|taper) auto|done in" "$log" | sed 's/^.*\] //'
