@@ -12,28 +12,25 @@ done
 # the measured-data example reads its shots from the SEG-Y file it names
 "$scripts/make-field-data.sh" "$gprfwi" example-run/shallow-truth example-run/field/crosshole-line.sgy > /dev/null 2>&1 \
   || { echo "make-field-data.sh failed"; exit 1; }
-# the benchmark cases' data, the suite's and those outside it (short runs, where each campaign expects them),
-# the field-like one made field-like; a case made from another's files (BASE, SETS in its case.env) has
-# its data, and both its files are checked, with its own keys
+# the benchmark cases' data, the suite's and those outside it (short runs, where each campaign expects them:
+# benchmark-run/CASE/truth), the field-like one made field-like; a case made from another's files (BASE, SETS
+# in its case.env) has both those files checked with its own keys (the glob below checks the others)
 for case in configs/benchmarks*/*/; do
   FIELD="" BASE="" SETS=""
   . "$case/case.env"
-  name=$(basename "$case")
+  name=$(basename "$case") files=$case/$BASE own=""
+  [ -f "$files/truth.yaml" ] || { echo "$case: no truth.yaml (BASE=$BASE)"; exit 1; }
+  for s in $SETS; do own="$own --set $s"; done
+  # shellcheck disable=SC2086
+  "$gprfwi" forward "$files/truth.yaml" -o "benchmark-run/$name/truth" $own --set time.nt=10 > /dev/null 2>&1 \
+    || { echo "forward $case failed"; exit 1; }
   if [ -n "$BASE" ]; then
-    [ -f "$case/$BASE/truth.yaml" ] || { echo "$case/case.env: BASE=$BASE holds no truth.yaml"; exit 1; }
-    own=""
-    for s in $SETS; do own="$own --set $s"; done
     # shellcheck disable=SC2086
-    "$gprfwi" forward "$case/$BASE/truth.yaml" -o "benchmark-run/$name/truth" $own --set time.nt=10 > /dev/null 2>&1 \
-      || { echo "forward $case failed"; exit 1; }
+    "$gprfwi" check "$files/truth.yaml" $own > check.log 2>&1 || { cat check.log; echo "FAIL $case (truth)"; exit 1; }
     # shellcheck disable=SC2086
-    "$gprfwi" check "$case/$BASE/truth.yaml" $own > check.log 2>&1 || { cat check.log; echo "FAIL $case (truth)"; exit 1; }
-    # shellcheck disable=SC2086
-    "$gprfwi" check "$case/$BASE/campaign.yaml" $own --set data.observed="$PWD/benchmark-run/$name/truth/synthetic.h5" \
+    "$gprfwi" check "$files/campaign.yaml" $own --set data.observed="$PWD/benchmark-run/$name/truth/synthetic.h5" \
       > check.log 2>&1 || { cat check.log; echo "FAIL $case (campaign)"; exit 1; }
     echo "valid: $case ($BASE with $SETS)"
-  else
-    "$gprfwi" forward "$case/truth.yaml" --set time.nt=10 > /dev/null 2>&1 || { echo "forward $case failed"; exit 1; }
   fi
   if [ -n "$FIELD" ]; then
     mkdir -p "benchmark-run/$name/field"

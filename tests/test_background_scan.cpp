@@ -8,15 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "gprfwi/background_scan.hpp"
 #include "gprfwi/cpu_propagator.hpp"
@@ -198,8 +194,7 @@ TEST(BackgroundScan, RunsOnceBeforeTheFirstStage) {
     spec.scan.eps_r = true;
     spec.fix_edges = false;
     const Model start = air_over_ground(g, 9.0, 0.004);
-    const auto dir = std::filesystem::temp_directory_path() / fmt::format("gprfwi-scan-{}", ::getpid());
-    std::filesystem::remove_all(dir);
+    const auto dir = test::scratch_path("scan");
     std::filesystem::create_directories(dir);
     Bowl bowl;
     const InversionResult r = invert(start, spec, bowl, dir.string(), "", false);
@@ -216,7 +211,6 @@ TEST(BackgroundScan, RunsOnceBeforeTheFirstStage) {
     Bowl again;
     invert(start, spec, again, dir.string(), "", true);
     EXPECT_LT(again.evaluations, lines - 2) << "a resumed campaign scanned again";
-    std::filesystem::remove_all(dir);
 }
 
 /// Two sources in one borehole, five receivers in another 2 m away, in a
@@ -284,7 +278,7 @@ private:
 
 /// A fresh campaign from a ground of 6 over `spec`, against `objective`.
 InversionResult campaign(Level& objective, const InversionSpec& spec, bool resume = false) {
-    const auto dir = std::filesystem::temp_directory_path() / fmt::format("gprfwi-level-{}", ::getpid());
+    const auto dir = test::scratch_path("level");
     if (!resume) std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return invert(air_over_ground(Grid{12, 10, 0.05, 0.05}, 6.0, 0.004), spec, objective, dir.string(), "", resume);
@@ -312,7 +306,6 @@ TEST(StartAmplitudes, AFreshCampaignMeasuresTheLevelOnce) {
     Level fitted(0.3);
     campaign(fitted, spec);
     EXPECT_EQ(fitted.asked, 0) << "a fitted wavelet takes up the level";
-    std::filesystem::remove_all(std::filesystem::temp_directory_path() / fmt::format("gprfwi-level-{}", ::getpid()));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <segyio/segy.h>
+
 #include <array>
 #include <cmath>
 #include <complex>

@@ -24,10 +24,6 @@
 namespace gprfwi {
 namespace {
 
-// A folder per test process: CTest runs tests side by side, and the round-trip
-// test checks that its folder holds no temporary file.
-std::filesystem::path scratch(const std::string& name) { return test::scratch_path(name); }
-
 Survey uneven_survey() {
     const Grid g{30, 20, 0.05, 0.05};
     Survey s = test::random_survey(g, 3, 2, 4, 50, 3e8, 1e-10, 1);
@@ -39,7 +35,7 @@ Survey uneven_survey() {
 TEST(Hdf5Traces, RoundTripWithUnevenShots) {
     const Survey s = uneven_survey();
     const Traces t = test::random_traces(s, 4);
-    const auto path = scratch("round_trip.h5").string();
+    const auto path = test::scratch_path("round_trip.h5").string();
     write_traces_h5(path, s, t, "grid: {nx: 30}");
     const Traces back = read_traces_h5(path, s);
     for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(back[i].samples(), t[i].samples()) << "shot " << i;
@@ -68,7 +64,7 @@ TEST(Hdf5Traces, RoundTripWithUnevenShots) {
     H5Sclose(space);
     H5Dclose(set);
     H5Fclose(f);
-    for (const auto& e : std::filesystem::directory_iterator(scratch("")))
+    for (const auto& e : std::filesystem::directory_iterator(test::scratch_path("")))
         EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "temporary file left: " << e.path();
 }
 
@@ -81,7 +77,7 @@ TEST(Files, StaleTemporariesOfDeadWritersAreRemoved) {
     if (child == 0) _exit(0);
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);  // its pid now runs nothing
-    const std::filesystem::path dir = scratch("stale");
+    const std::filesystem::path dir = test::scratch_path("stale");
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir / "models");
     auto touch = [](const std::filesystem::path& p) { std::ofstream(p) << "partial"; };
@@ -106,7 +102,7 @@ TEST(Files, StaleTemporariesOfDeadWritersAreRemoved) {
 // disk) is refused before HDF5 writes it, with the file named; the file it
 // was to replace stays as it was, and no temporary file is left.
 TEST(Files, AModelThatDoesNotFitLeavesThePreviousOne) {
-    const std::string path = scratch("limited.h5").string();
+    const std::string path = test::scratch_path("limited.h5").string();
     const Model small = Model::uniform(Grid{10, 10, 0.1, 0.1}, 5.0, 0.001);
     write_model_h5(path, small, "first");
     const auto before = std::filesystem::file_size(path);
@@ -128,7 +124,7 @@ TEST(Files, AModelThatDoesNotFitLeavesThePreviousOne) {
     EXPECT_NE(message.find(path + ": no room"), std::string::npos) << message;
     EXPECT_EQ(std::filesystem::file_size(path), before);
     EXPECT_EQ(read_model_h5(path, small.grid).eps_r(3, 3), 5.0);
-    for (const auto& e : std::filesystem::directory_iterator(scratch("")))
+    for (const auto& e : std::filesystem::directory_iterator(test::scratch_path("")))
         EXPECT_EQ(e.path().string().find("limited.h5.tmp-"), std::string::npos) << "temporary file left: " << e.path();
     write_model_h5(path, large, "third");  // with room again, HDF5 writes as before
     EXPECT_EQ(read_model_h5(path, large.grid).eps_r(50, 50), 5.0);
@@ -136,7 +132,7 @@ TEST(Files, AModelThatDoesNotFitLeavesThePreviousOne) {
 
 TEST(Hdf5Traces, MismatchesAreReportedWithTheFile) {
     Survey s = uneven_survey();
-    const auto path = scratch("mismatch.h5").string();
+    const auto path = test::scratch_path("mismatch.h5").string();
     write_traces_h5(path, s, test::random_traces(s, 5), "");
     Survey longer = s;
     longer.nt = 60;
@@ -151,11 +147,11 @@ TEST(Hdf5Traces, MismatchesAreReportedWithTheFile) {
     Survey other_dt = s;
     other_dt.dt *= 2;
     EXPECT_THROW(read_traces_h5(path, other_dt), SizeMismatch);
-    EXPECT_THROW(read_traces_h5(scratch("missing.h5").string(), s), Error);
+    EXPECT_THROW(read_traces_h5(test::scratch_path("missing.h5").string(), s), Error);
     Traces wrong = test::random_traces(s, 6);
     wrong.pop_back();
-    EXPECT_THROW(write_traces_h5(scratch("wrong.h5").string(), s, wrong, ""), SizeMismatch);
-    EXPECT_FALSE(std::filesystem::exists(scratch("wrong.h5")));
+    EXPECT_THROW(write_traces_h5(test::scratch_path("wrong.h5").string(), s, wrong, ""), SizeMismatch);
+    EXPECT_FALSE(std::filesystem::exists(test::scratch_path("wrong.h5")));
 }
 
 TEST(Hdf5Gradient, WritesTheArraysTheMisfitAndAnXdmfSidecar) {
@@ -166,7 +162,7 @@ TEST(Hdf5Gradient, WritesTheArraysTheMisfitAndAnXdmfSidecar) {
             ge(iz, ix) = iz * 10 + ix;
             gs(iz, ix) = -0.5 * ix;
         }
-    const auto path = scratch("gradient.h5").string();
+    const auto path = test::scratch_path("gradient.h5").string();
     write_gradient_h5(path, g, 12.5, ge, gs, "cfg");
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     ASSERT_GE(f, 0);
@@ -181,11 +177,11 @@ TEST(Hdf5Gradient, WritesTheArraysTheMisfitAndAnXdmfSidecar) {
     H5Aclose(attr);
     H5Dclose(set);
     H5Fclose(f);
-    std::ifstream xdmf(scratch("gradient.xdmf"));
+    std::ifstream xdmf(test::scratch_path("gradient.xdmf"));
     const std::string text((std::istreambuf_iterator<char>(xdmf)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("gradient.h5:/grad_sigma"), std::string::npos);
     EXPECT_NE(text.find("Dimensions=\"5 7\""), std::string::npos);
-    EXPECT_THROW(write_gradient_h5(scratch("bad.h5").string(), Grid{8, 5, 0.1, 0.2}, 0, ge, gs, ""), SizeMismatch);
+    EXPECT_THROW(write_gradient_h5(test::scratch_path("bad.h5").string(), Grid{8, 5, 0.1, 0.2}, 0, ge, gs, ""), SizeMismatch);
 }
 
 // Every file records the run file as an attribute; a run file listing every
@@ -201,7 +197,7 @@ TEST(Hdf5Model, RecordsRunFilesOfAnySize) {
     }
     ASSERT_GT(config.size(), 90u * 1024);  // (well over the 64 KiB limit)
     const Model m = Model::uniform(Grid{12, 9, 0.1, 0.1}, 5.0, 0.002);
-    const auto path = scratch("large-config.h5").string();
+    const auto path = test::scratch_path("large-config.h5").string();
     H5Attributes extra;
     extra.texts["history"] = config;  // (a checkpoint's history grows the same way)
     write_model_h5(path, m, config, extra);
@@ -252,7 +248,7 @@ std::string input_error_message(const std::function<void()>& read) {
 }
 
 TEST(Hdf5Hostile, AVastShapeWithNothingStoredIsRefusedBeforeItIsAllocated) {
-    const auto path = scratch("vast.h5").string();
+    const auto path = test::scratch_path("vast.h5").string();
     write_dataset_file(path, "/wavelet", {hsize_t{1} << 40});  // 8 TiB declared, a few KiB of file
     const std::string what = input_error_message([&] { read_vector_h5(path, "wavelet", 1e-10); });
     EXPECT_NE(what.find("declares 8.796e+12 bytes of values, the file stores 0"), std::string::npos) << what;
@@ -264,11 +260,11 @@ TEST(Hdf5Hostile, AVastShapeWithNothingStoredIsRefusedBeforeItIsAllocated) {
 
 TEST(Hdf5Hostile, TracesGeometryOfTheWrongShapeOrCountsIsRefused) {
     Survey s = uneven_survey();
-    const auto good = scratch("geometry.h5").string();
+    const auto good = test::scratch_path("geometry.h5").string();
     write_traces_h5(good, s, test::random_traces(s, 7), "");
     ASSERT_NO_THROW(read_trace_data_h5(good));
     // receiver positions [shots][n][1] instead of [shots][n][2]: was read out of bounds
-    const auto bad = scratch("geometry-bad.h5").string();
+    const auto bad = test::scratch_path("geometry-bad.h5").string();
     std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
     {
         const hid_t file = H5Fopen(bad.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -302,7 +298,7 @@ TEST(Hdf5Hostile, TracesGeometryOfTheWrongShapeOrCountsIsRefused) {
 }
 
 TEST(Hdf5Hostile, ANanSampleIntervalDoesNotPassForTheRunsOne) {
-    const auto path = scratch("nan-dt.h5").string();
+    const auto path = test::scratch_path("nan-dt.h5").string();
     const std::vector<double> values(10, 1.0);
     write_dataset_file(path, "/wavelet", {10}, &values);
     {
@@ -321,7 +317,7 @@ TEST(Hdf5Hostile, ANanSampleIntervalDoesNotPassForTheRunsOne) {
 }
 
 TEST(Hdf5Hostile, FailuresOfHdf5WhileReadingAreInputErrors) {
-    const auto path = scratch("no-traces.h5").string();
+    const auto path = test::scratch_path("no-traces.h5").string();
     const std::vector<double> values(10, 1.0);
     write_dataset_file(path, "/wavelet", {10}, &values);
     EXPECT_NE(input_error_message([&] { read_trace_data_h5(path); }).find("no dataset /traces"), std::string::npos);
