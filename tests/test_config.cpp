@@ -677,7 +677,7 @@ inversion:
     EXPECT_EQ(s.stages[0].min_relative_decrease, 0.005);
     EXPECT_EQ(s.stages[0].decrease_window, 5);
     EXPECT_EQ(s.stages[1].min_relative_decrease, 0.0);
-    EXPECT_EQ(s.stages[1].iterations, 160);
+    EXPECT_EQ(s.stages[1].iterations, kAutoFullBandIterations);
     const Campaign none = load_campaign(write_run_file("campaign_scan_none", base), {"inversion.scan=none"});
     EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }

@@ -827,7 +827,7 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec full = low;
     full.name = "full";
     full.max_frequency_hz = 0;
-    full.iterations = 160;
+    full.iterations = kAutoFullBandIterations;
     full.min_relative_decrease = 0;  // (no rule on the misfit: its whole length)
     return {low, full};
 }
