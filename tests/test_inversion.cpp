@@ -1028,10 +1028,19 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     s.sigma_ref = 0.004;
     s.eps_ref = 6.25;
     s.sigma_sensitivity = 0.375;
+    s.least_iteration = 9;
+    s.least_misfit = 0.8125;
     s.history_csv = "stage,iteration\nlow,0\n";
     const std::string file = scratch_dir("checkpoint") + "/checkpoint.h5";
     const Model m = Model::uniform(Grid{5, 4, 0.1, 0.1}, 6.0, 0.01);
-    write_model_h5(file, m, "config", checkpoint_attributes(s));
+    H5Attributes written = checkpoint_attributes(s);
+    Array2D least(m.grid.nz, m.grid.nx);
+    for (std::size_t i = 0; i < least.size(); ++i) least.data()[i] = 1.0 + 0.25 * static_cast<double>(i);
+    written.arrays.emplace(kLeastEpsR, least);
+    write_model_h5(file, m, "config", written);
+    EXPECT_EQ(read_model_array_h5(file, kLeastEpsR, m.grid).values(), least.values());
+    written.arrays.emplace(kLeastSigma, Array2D(m.grid.nz + 1, m.grid.nx));
+    EXPECT_THROW(write_model_h5(file, m, "config", written), SizeMismatch) << "an extra dataset must fit the model";
     H5Attributes a = checkpoint_attributes({});
     read_model_h5(file, m.grid, &a);
     const CheckpointState r = checkpoint_state(a);
@@ -1047,15 +1056,21 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(r.sigma_ref, 0.004);
     EXPECT_EQ(r.eps_ref, 6.25);
     EXPECT_EQ(r.sigma_sensitivity, 0.375);
+    EXPECT_EQ(r.least_iteration, 9);
+    EXPECT_EQ(r.least_misfit, 0.8125);
     EXPECT_EQ(r.history_csv, s.history_csv);
 
-    // a checkpoint of an earlier version, without the sensitivity, still resumes (the sensitivity unknown)
+    // a checkpoint of an earlier version, without the sensitivity or a least-misfit iterate, still resumes
+    // (the sensitivity unknown, no iterate kept)
     H5Attributes old = checkpoint_attributes(s);
     old.numbers.erase("sigma_sensitivity");
+    old.numbers.erase("least_iteration");
+    old.numbers.erase("least_misfit");
     write_model_h5(file, m, "config", old);
     H5Attributes b = checkpoint_attributes({});
     read_model_h5(file, m.grid, &b);
     EXPECT_EQ(checkpoint_state(b).sigma_sensitivity, 0.0);
+    EXPECT_EQ(checkpoint_state(b).least_iteration, -1);
     EXPECT_EQ(checkpoint_state(b).eps_ref, 6.25);
     // ... while a required number missing is an error naming it
     old.numbers.erase("eps_ref");
@@ -1819,6 +1834,65 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     for (std::string line; std::getline(csv, line);) ++lines;
     EXPECT_EQ(lines, r.history.size() + 1);
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
+}
+
+// A stage with a rule on its misfit ends at its least-misfit iterate, not at
+// its last: here the smoothness term pulls the model off the data's best fit
+// (the ramp of the quadratic's minimum), so the objective falls while the
+// misfit rises. Stopped after that iterate and resumed, the campaign ends at
+// the same model: the checkpoint carries the iterate.
+TEST(Tao, StageWithAMisfitRuleEndsAtItsLeastMisfit) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.stages.resize(1);
+    StageSpec& stage = spec.stages[0];
+    stage.iterations = 12;
+    stage.min_relative_decrease = 0.01;
+    stage.decrease_window = 3;
+    spec.regularize_eps_r.tikhonov = 3.0;
+    spec.save_models = true;
+    Quadratic q(g, 1.0);
+    Model start = Model::uniform(g, 5.0, 0.002);
+    for (std::size_t i = 0; i < start.eps_r.size(); ++i)  // near the data's best fit, a little rough
+        start.eps_r.data()[i] = std::clamp(q.a().data()[i], 2.0, 8.0) + (i % 3 == 0 ? 0.4 : -0.2);
+    const std::string dir = scratch_dir("least-misfit");
+    const InversionResult r = invert(start, spec, q, dir, "", false);
+    ASSERT_GE(r.history.size(), 3u);
+    const auto least = std::min_element(r.history.begin(), r.history.end(),
+                                        [](const HistoryRow& a, const HistoryRow& b) { return a.misfit < b.misfit; });
+    ASSERT_GT(least->iteration, 0) << "the setting must first lower the misfit";
+    ASSERT_LT(least->iteration, r.history.back().iteration) << "... and then raise it";
+    const Model at_least = read_model_h5(fmt::format("{}/models/01_eps_{:03}.h5", dir, least->iteration), g);
+    EXPECT_EQ(r.model.eps_r.values(), at_least.eps_r.values());
+    EXPECT_EQ(read_model_h5(dir + "/model_final.h5", g).eps_r.values(), at_least.eps_r.values());
+    Array2D ge(g.nz, g.nx), gs(g.nz, g.nx);
+    Quadratic judge(g, 1.0);
+    EXPECT_DOUBLE_EQ(judge.evaluate(r.model, stage, ge, gs), least->misfit);
+
+    // stopped after the least-misfit iterate, before the stage's end, and resumed: the same end
+    const std::string stopped = scratch_dir("least-misfit-resumed");
+    const int outside = q.evaluations - r.history.back().evaluations;  // the campaign's evaluations outside the stage
+    Quadratic q1(g, 1.0);
+    q1.stop_after = outside + least->evaluations + 2;
+    ASSERT_LT(least->evaluations + 2, r.history.back().evaluations);
+    EXPECT_THROW(invert(start, spec, q1, stopped, "", false), StopRequested);
+    clear_stop_request();
+    {
+        H5Attributes a = checkpoint_attributes({});
+        read_model_h5(stopped + "/checkpoint.h5", g, &a);
+        EXPECT_EQ(checkpoint_state(a).least_iteration, least->iteration);
+    }
+    Quadratic q2(g, 1.0);
+    const InversionResult resumed = invert(start, spec, q2, stopped, "", true);
+    EXPECT_GT(resumed.history.back().iteration, least->iteration);
+    EXPECT_EQ(resumed.model.eps_r.values(), at_least.eps_r.values());
+
+    // without the rule the stage ends where it stops
+    spec.stages[0].min_relative_decrease = 0;
+    spec.stages[0].iterations = r.history.back().iteration;
+    Quadratic q3(g, 1.0);
+    const InversionResult plain = invert(start, spec, q3, scratch_dir("least-misfit-off"), "", false);
+    EXPECT_NE(plain.model.eps_r.values(), at_least.eps_r.values());
 }
 
 // A flooding stage starts from the stage before's model flooded and keeps

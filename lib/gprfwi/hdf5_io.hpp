@@ -65,6 +65,9 @@ struct H5Attributes {
     std::map<std::string, std::string> texts;
     /// Numbers that may be absent when read (they keep their value).
     std::set<std::string> optional;
+    /// Extra [nz][nx] float64 datasets beside the model's, written only
+    /// (read_model_array_h5 reads them back).
+    std::map<std::string, Array2D> arrays;
 };
 
 /// Writes a model: /eps_r, /sigma, /mu_r [nz][nx] float64, attributes dx, dz

@@ -37,7 +37,10 @@ struct StageSpec {
     double max_frequency_hz = 0;  // low-pass cut-off of observed and synthetic data; 0: none
     bool invert_eps_r = true, invert_sigma = false;
     int iterations = 20;                // accepted iterations at most
-    double min_relative_decrease = 0;   // stop when J fell less than this (relative) over `decrease_window` iterations; 0: off
+    /// Stop when J fell by less than this (relative) over `decrease_window`
+    /// iterations; 0: off. A stage with the rule ends at its least-J iterate,
+    /// however it stops (docs/inversion.md, "Stopping").
+    double min_relative_decrease = 0;
     int decrease_window = 3;
     double gradient_tolerance = 0;      // stop when |g| < tol |g0| (TAO's gttol); 0: off
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
@@ -226,7 +229,8 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 /// sigma together in every stage (eps_r alone explains the amplitudes of
 /// conductive zones by eps_r artefacts), first the data below this share of
 /// the wavelet's dominant frequency `f_dominant_hz` (up to 15 iterations),
-/// stopping where its misfit falls by less than 0.5% over 5 iterations, then
+/// stopping where its misfit falls by less than 0.5% over 5 iterations (and
+/// ending at its least-misfit iterate), then
 /// the full band for kAutoFullBandIterations, with no rule on its misfit. The
 /// first band's wider basin matters most where reflections alone see the
 /// ground (docs/inversion.md, "Defaults").

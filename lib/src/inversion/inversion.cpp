@@ -137,6 +137,7 @@ public:
             eps_ref_ = resume->eps_ref;
             spdlog::info("stage {}: resuming after iteration {} ({} evaluations so far)", stage_.name, iteration_offset_,
                          evaluation_offset_);
+            resume_least(*resume);
             if (spec_.illumination_stabilization > 0) {
                 preconditioner_ = output_.read_preconditioner(n_);
                 for (std::size_t i = 0; i < n_; ++i) weight_[i] *= preconditioner_[i];
@@ -193,6 +194,38 @@ private:
                      spec_.scale_eps_r > 0 && spec_.scale_sigma > 0 ? "fixed" : "calibrated from the first gradient");
         if (history_.empty() || history_.back().stage != stage_.name || history_.back().iteration != 0)
             output_.record(make_row(0, j, 0.0, 0.0), model_);
+        note_least(0, j);
+    }
+
+    /// A stage with a rule on its misfit is judged by its misfit: it ends at
+    /// its least-misfit iterate, which the regularisation can have left
+    /// behind (the data term rising while the objective falls; docs/inversion.md,
+    /// "Stopping").
+    bool keeps_least() const { return stage_.min_relative_decrease > 0; }
+
+    void note_least(int iteration, double j) {
+        if (!keeps_least() || !(j < least_misfit_)) return;
+        least_misfit_ = j;
+        least_iteration_ = iteration;
+        if (!least_) least_.emplace(model_);
+        copy_parallel(model_.eps_r, least_->eps_r);
+        copy_parallel(model_.sigma, least_->sigma);
+    }
+
+    /// The least-misfit iterate a stopped stage had reached: the checkpoint's
+    /// (one written before checkpoints kept it: the iterate resumed from).
+    void resume_least(const CheckpointState& resume) {
+        if (!keeps_least()) return;
+        if (resume.least_iteration < 0) {
+            for (const HistoryRow& r : history_)
+                if (r.stage == stage_.name && r.iteration == iteration_offset_) note_least(r.iteration, r.misfit);
+            return;
+        }
+        least_.emplace(model_);
+        least_->eps_r = read_model_array_h5(output_.checkpoint_file(), kLeastEpsR, model_.grid);
+        least_->sigma = read_model_array_h5(output_.checkpoint_file(), kLeastSigma, model_.grid);
+        least_iteration_ = resume.least_iteration;
+        least_misfit_ = resume.least_misfit;
     }
 
     /// sigma's total variation at the share the survey's sensitivity to
@@ -314,6 +347,7 @@ private:
         const double j = j0_ * (it.f - regularization_.value(model_, variables(), nullptr));
         const int iteration = iteration_offset_ + it.iteration;
         output_.record(make_row(iteration, j, it.gradient_norm, it.step), model_);
+        note_least(iteration, j);
         write_iteration(iteration, false);
         std::string why = stage_stop_reason(stage_, history_, stage_seconds_offset_ + elapsed(), spec_.max_propagations);
         if (stop_requested_anywhere()) {
@@ -330,12 +364,20 @@ private:
                        eval_.misfit(),
                        {stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(), campaign_seconds(),
                         stage_seconds_offset_ + elapsed(), j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
-                        sigma_sensitivity_, ""}});
+                        sigma_sensitivity_, stage_done ? -1 : least_iteration_, stage_done ? 0.0 : least_misfit_, ""},
+                       stage_done || !least_ ? nullptr : &*least_});
     }
 
     void finish(const std::string& why) {
         spdlog::info("stage {} done: {}", stage_.name, why);
-        write_iteration(history_.empty() ? 0 : history_.back().iteration, true);
+        const HistoryRow* last = history_.empty() ? nullptr : &history_.back();
+        if (least_ && last && last->stage == stage_.name && least_iteration_ != last->iteration) {
+            spdlog::info("stage {} ends at iteration {}, its least misfit ({:.6g} against {:.6g} at iteration {})",
+                         stage_.name, least_iteration_, least_misfit_, last->misfit, last->iteration);
+            copy_parallel(least_->eps_r, model_.eps_r);
+            copy_parallel(least_->sigma, model_.sigma);
+        }
+        write_iteration(last ? last->iteration : 0, true);
         log_times();
     }
 
@@ -388,6 +430,9 @@ private:
     std::exception_ptr failure_;
     StageObjective eval_{objective_, stage_, times_.evaluations};  // the data misfit, its gradient, the propagations
     Model trial_;  // the model of the evaluation in progress
+    std::optional<Model> least_;  // the least-misfit iterate so far, where the stage keeps it (keeps_least)
+    int least_iteration_ = -1;
+    double least_misfit_ = HUGE_VAL;
     StageRegularization regularization_;
     StageSmoothing smoothing_;
 };

@@ -15,8 +15,10 @@ H5Attributes checkpoint_attributes(const CheckpointState& s) {
                  {"scale_sigma", s.scale_sigma},
                  {"sigma_ref", s.sigma_ref},
                  {"eps_ref", s.eps_ref},
-                 {"sigma_sensitivity", s.sigma_sensitivity}};
-    a.optional = {"sigma_sensitivity"};  // (not in the checkpoints of earlier versions)
+                 {"sigma_sensitivity", s.sigma_sensitivity},
+                 {"least_iteration", s.least_iteration},
+                 {"least_misfit", s.least_misfit}};
+    a.optional = {"sigma_sensitivity", "least_iteration", "least_misfit"};  // (not in the checkpoints of earlier versions)
     a.texts = {{"history", s.history_csv}};
     return a;
 }
@@ -36,6 +38,8 @@ CheckpointState checkpoint_state(const H5Attributes& a) {
     s.sigma_ref = number("sigma_ref");
     s.eps_ref = number("eps_ref");
     s.sigma_sensitivity = number("sigma_sensitivity");
+    s.least_iteration = static_cast<int>(number("least_iteration"));
+    s.least_misfit = number("least_misfit");
     s.history_csv = a.texts.at("history");
     return s;
 }

@@ -69,6 +69,9 @@ struct IterationFiles {
     const Array2D* grad_sigma = nullptr;
     double misfit = 0;      // J at the model (the gradient file's)
     CheckpointState state;  // the checkpoint's numbers (its history is the output's)
+    /// The stage's least-misfit iterate so far (state.least_iteration), for
+    /// the checkpoint; null where the stage keeps none.
+    const Model* least = nullptr;
 };
 
 class StageOutput {
@@ -90,6 +93,9 @@ public:
     /// writer (collectively agreed, so that a failure of the write before
     /// stops every rank).
     void write(const IterationFiles& f);
+
+    /// The checkpoint a resume starts from.
+    std::string checkpoint_file() const;
 
     /// Where the stage keeps its illumination preconditioner, which a
     /// resumed stage reads back (it must have `nodes` weights).

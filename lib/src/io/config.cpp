@@ -776,7 +776,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.stages = automatic_stages(f_dominant);
         s.defaults.push_back(fmt::format("stages auto: up to {} iterations of eps_r and sigma on data below {:.4g} Hz "
                                          "({} of the wavelet's dominant frequency), until the misfit falls by less than "
-                                         "{}% over {} iterations, then {} on the full band",
+                                         "{}% over {} iterations (ending at its least misfit), then {} on the full band",
                                          s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
                                          100 * s.stages[0].min_relative_decrease, s.stages[0].decrease_window,
                                          s.stages[1].iterations));

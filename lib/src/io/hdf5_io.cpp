@@ -426,8 +426,12 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
     model.validate();
     const Grid& g = model.grid;
     const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
-    std::uint64_t payload = grid_file_bytes(g, 3, config);
+    std::uint64_t payload = grid_file_bytes(g, 3 + static_cast<int>(extra.arrays.size()), config);
     for (const auto& [name, text] : extra.texts) payload += name.size() + text.size();
+    for (const auto& [name, values] : extra.arrays)
+        if (values.nz() != g.nz || values.nx() != g.nx)
+            throw SizeMismatch(fmt::format("{}: dataset /{} is [{}, {}], the model [{}, {}]", path, name, values.nz(),
+                                           values.nx(), g.nz, g.nx));
     write_atomically(path, payload, [&](hid_t file) {
         write_dataset(file, "/eps_r", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.eps_r.data(), path);
         write_dataset(file, "/sigma", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, model.sigma.data(), path);
@@ -439,6 +443,8 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
         write_provenance(file, config, path);
         for (const auto& [name, value] : extra.numbers) write_attribute(file, name.c_str(), value, path);
         for (const auto& [name, value] : extra.texts) write_attribute(file, name.c_str(), value, path);
+        for (const auto& [name, values] : extra.arrays)
+            write_dataset(file, ("/" + name).c_str(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dims, values.data(), path);
     });
     write_xdmf(path, g, "model", {"eps_r", "sigma", "mu_r"});
 }
