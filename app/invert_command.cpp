@@ -85,10 +85,7 @@ void run_invert(const InvertArgs& a) {
 
     const std::string dir = output_dir(a.run, run);
     const std::string config_text = run.record(a.run.overrides);
-    // the model, and within a stage with a misfit rule its least-misfit iterate's eps_r and sigma
-    const bool keeps_least = std::any_of(spec.stages.begin(), spec.stages.end(),
-                                         [](const StageSpec& s) { return s.min_relative_decrease > 0; });
-    make_output_dir(dir, "checkpoint.h5", grid_file_bytes(run.grid, keeps_least ? 5 : 3, config_text));
+    make_output_dir(dir, "checkpoint.h5", checkpoint_file_bytes(spec, run.grid, config_text));
     const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());
     parallel::collectively([&] {
         if (!parallel::is_root()) return;

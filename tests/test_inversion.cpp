@@ -1028,8 +1028,6 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     s.sigma_ref = 0.004;
     s.eps_ref = 6.25;
     s.sigma_sensitivity = 0.375;
-    s.least_iteration = 9;
-    s.least_misfit = 0.8125;
     s.history_csv = "stage,iteration\nlow,0\n";
     const std::string file = scratch_dir("checkpoint") + "/checkpoint.h5";
     const Model m = Model::uniform(Grid{5, 4, 0.1, 0.1}, 6.0, 0.01);
@@ -1056,21 +1054,15 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(r.sigma_ref, 0.004);
     EXPECT_EQ(r.eps_ref, 6.25);
     EXPECT_EQ(r.sigma_sensitivity, 0.375);
-    EXPECT_EQ(r.least_iteration, 9);
-    EXPECT_EQ(r.least_misfit, 0.8125);
     EXPECT_EQ(r.history_csv, s.history_csv);
 
-    // a checkpoint of an earlier version, without the sensitivity or a least-misfit iterate, still resumes
-    // (the sensitivity unknown, no iterate kept)
+    // a checkpoint of an earlier version, without the sensitivity, still resumes (the sensitivity unknown)
     H5Attributes old = checkpoint_attributes(s);
     old.numbers.erase("sigma_sensitivity");
-    old.numbers.erase("least_iteration");
-    old.numbers.erase("least_misfit");
     write_model_h5(file, m, "config", old);
     H5Attributes b = checkpoint_attributes({});
     read_model_h5(file, m.grid, &b);
     EXPECT_EQ(checkpoint_state(b).sigma_sensitivity, 0.0);
-    EXPECT_EQ(checkpoint_state(b).least_iteration, -1);
     EXPECT_EQ(checkpoint_state(b).eps_ref, 6.25);
     // ... while a required number missing is an error naming it
     old.numbers.erase("eps_ref");
@@ -1877,15 +1869,24 @@ TEST(Tao, StageWithAMisfitRuleEndsAtItsLeastMisfit) {
     ASSERT_LT(least->evaluations + 2, r.history.back().evaluations);
     EXPECT_THROW(invert(start, spec, q1, stopped, "", false), StopRequested);
     clear_stop_request();
-    {
-        H5Attributes a = checkpoint_attributes({});
-        read_model_h5(stopped + "/checkpoint.h5", g, &a);
-        EXPECT_EQ(checkpoint_state(a).least_iteration, least->iteration);
-    }
+    // the checkpoint: a later iterate, and beside it the least-misfit one
+    EXPECT_NE(read_model_h5(stopped + "/checkpoint.h5", g).eps_r.values(), at_least.eps_r.values());
+    EXPECT_EQ(read_model_array_h5(stopped + "/checkpoint.h5", kLeastEpsR, g).values(), at_least.eps_r.values());
+    EXPECT_EQ(read_model_array_h5(stopped + "/checkpoint.h5", kLeastSigma, g).values(), at_least.sigma.values());
     Quadratic q2(g, 1.0);
     const InversionResult resumed = invert(start, spec, q2, stopped, "", true);
     EXPECT_GT(resumed.history.back().iteration, least->iteration);
     EXPECT_EQ(resumed.model.eps_r.values(), at_least.eps_r.values());
+
+    // stopped right after the least-misfit iterate: it is the checkpoint's own model, kept once
+    const std::string early = scratch_dir("least-misfit-early");
+    Quadratic q4(g, 1.0);
+    q4.stop_after = outside + least->evaluations + 1;
+    EXPECT_THROW(invert(start, spec, q4, early, "", false), StopRequested);
+    clear_stop_request();
+    EXPECT_FALSE(h5_has_dataset(early + "/checkpoint.h5", kLeastEpsR));
+    Quadratic q5(g, 1.0);
+    EXPECT_EQ(invert(start, spec, q5, early, "", true).model.eps_r.values(), at_least.eps_r.values());
 
     // without the rule the stage ends where it stops
     spec.stages[0].min_relative_decrease = 0;

@@ -7,6 +7,7 @@
 // resuming.
 
 #include <csignal>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,7 +40,7 @@ struct StageSpec {
     int iterations = 20;                // accepted iterations at most
     /// Stop when J fell by less than this (relative) over `decrease_window`
     /// iterations; 0: off. A stage with the rule ends at its least-J iterate,
-    /// however it stops (docs/inversion.md, "Stopping").
+    /// however it stops (ends_at_least_misfit).
     double min_relative_decrease = 0;
     int decrease_window = 3;
     double gradient_tolerance = 0;      // stop when |g| < tol |g0| (TAO's gttol); 0: off
@@ -404,6 +405,17 @@ struct HistoryRow {
 /// iterations of this stage, its wall-time budget (max_seconds) is spent
 /// after `stage_seconds`, or the campaign's propagations (all stages of the
 /// history) reached `max_propagations` (> 0; 0: no budget).
+/// Whether the stage ends at its least-misfit iterate rather than its last:
+/// a stage with a rule on its misfit is judged by its misfit, which the
+/// regularisation can raise while the objective falls (docs/inversion.md,
+/// "Stopping").
+bool ends_at_least_misfit(const StageSpec& stage);
+
+/// The largest checkpoint.h5 a campaign writes, its history aside: the
+/// model, and while a stage that ends at its least misfit is in progress
+/// that iterate's eps_r and sigma.
+std::uint64_t checkpoint_file_bytes(const InversionSpec& spec, const Grid& grid, const std::string& config);
+
 std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds,
                               long max_propagations);
 

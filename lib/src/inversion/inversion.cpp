@@ -82,6 +82,13 @@ bool propagation_budget_spent(long max_propagations, const std::vector<HistoryRo
 
 }  // namespace
 
+bool ends_at_least_misfit(const StageSpec& stage) { return stage.min_relative_decrease > 0; }
+
+std::uint64_t checkpoint_file_bytes(const InversionSpec& spec, const Grid& grid, const std::string& config) {
+    const bool least = std::any_of(spec.stages.begin(), spec.stages.end(), ends_at_least_misfit);
+    return grid_file_bytes(grid, least ? 5 : 3, config);
+}
+
 std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryRow>& history, double stage_seconds,
                               long max_propagations) {
     std::string why;
@@ -137,7 +144,7 @@ public:
             eps_ref_ = resume->eps_ref;
             spdlog::info("stage {}: resuming after iteration {} ({} evaluations so far)", stage_.name, iteration_offset_,
                          evaluation_offset_);
-            resume_least(*resume);
+            resume_least();
             if (spec_.illumination_stabilization > 0) {
                 preconditioner_ = output_.read_preconditioner(n_);
                 for (std::size_t i = 0; i < n_; ++i) weight_[i] *= preconditioner_[i];
@@ -197,14 +204,8 @@ private:
         note_least(0, j);
     }
 
-    /// A stage with a rule on its misfit is judged by its misfit: it ends at
-    /// its least-misfit iterate, which the regularisation can have left
-    /// behind (the data term rising while the objective falls; docs/inversion.md,
-    /// "Stopping").
-    bool keeps_least() const { return stage_.min_relative_decrease > 0; }
-
     void note_least(int iteration, double j) {
-        if (!keeps_least() || !(j < least_misfit_)) return;
+        if (!ends_at_least_misfit(stage_) || !(j < least_misfit_)) return;
         least_misfit_ = j;
         least_iteration_ = iteration;
         if (!least_) least_.emplace(model_);
@@ -212,20 +213,26 @@ private:
         copy_parallel(model_.sigma, least_->sigma);
     }
 
-    /// The least-misfit iterate a stopped stage had reached: the checkpoint's
-    /// (one written before checkpoints kept it: the iterate resumed from).
-    void resume_least(const CheckpointState& resume) {
-        if (!keeps_least()) return;
-        if (resume.least_iteration < 0) {
+    /// The least-misfit iterate a stopped stage had reached: the history's
+    /// least row of the stage, its model the checkpoint's kLeastEpsR and
+    /// kLeastSigma, or where the checkpoint has none (that iterate is the one
+    /// resumed from, or an earlier version wrote it) the model resumed from.
+    void resume_least() {
+        if (!ends_at_least_misfit(stage_)) return;
+        const std::string checkpoint = output_.checkpoint_file();
+        if (!h5_has_dataset(checkpoint, kLeastEpsR)) {
             for (const HistoryRow& r : history_)
                 if (r.stage == stage_.name && r.iteration == iteration_offset_) note_least(r.iteration, r.misfit);
             return;
         }
+        for (const HistoryRow& r : history_)
+            if (r.stage == stage_.name && r.misfit < least_misfit_) {
+                least_misfit_ = r.misfit;
+                least_iteration_ = r.iteration;
+            }
         least_.emplace(model_);
-        least_->eps_r = read_model_array_h5(output_.checkpoint_file(), kLeastEpsR, model_.grid);
-        least_->sigma = read_model_array_h5(output_.checkpoint_file(), kLeastSigma, model_.grid);
-        least_iteration_ = resume.least_iteration;
-        least_misfit_ = resume.least_misfit;
+        least_->eps_r = read_model_array_h5(checkpoint, kLeastEpsR, model_.grid);
+        least_->sigma = read_model_array_h5(checkpoint, kLeastSigma, model_.grid);
     }
 
     /// sigma's total variation at the share the survey's sensitivity to
@@ -364,8 +371,8 @@ private:
                        eval_.misfit(),
                        {stage_index_, stage_done, iteration, evaluation_offset_ + eval_.evaluations(), campaign_seconds(),
                         stage_seconds_offset_ + elapsed(), j0_, s_eps_, s_sig_, sigma_ref_, eps_ref_,
-                        sigma_sensitivity_, stage_done ? -1 : least_iteration_, stage_done ? 0.0 : least_misfit_, ""},
-                       stage_done || !least_ ? nullptr : &*least_});
+                        sigma_sensitivity_, ""},
+                       stage_done || !least_ || least_iteration_ == iteration ? nullptr : &*least_});
     }
 
     void finish(const std::string& why) {
@@ -430,7 +437,7 @@ private:
     std::exception_ptr failure_;
     StageObjective eval_{objective_, stage_, times_.evaluations};  // the data misfit, its gradient, the propagations
     Model trial_;  // the model of the evaluation in progress
-    std::optional<Model> least_;  // the least-misfit iterate so far, where the stage keeps it (keeps_least)
+    std::optional<Model> least_;  // the least-misfit iterate so far, where the stage ends at it (ends_at_least_misfit)
     int least_iteration_ = -1;
     double least_misfit_ = HUGE_VAL;
     StageRegularization regularization_;
@@ -886,7 +893,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     std::optional<Model> truth;
     if (!spec.true_model.empty()) truth = read_model_h5(spec.true_model, start.grid);
     std::optional<CheckpointState> state;
-    const std::string checkpoint = (std::filesystem::path(out_dir) / "checkpoint.h5").string();
+    const std::string checkpoint = checkpoint_path(out_dir);
     if (parallel::is_root())
         for (const std::string& f : remove_stale_temporaries(out_dir))
             spdlog::warn("removed {}, left by a run that ended while writing it", f);

@@ -1,5 +1,7 @@
 #include "inversion/stage_checkpoint.hpp"
 
+#include <filesystem>
+
 namespace gprfwi {
 
 H5Attributes checkpoint_attributes(const CheckpointState& s) {
@@ -15,12 +17,14 @@ H5Attributes checkpoint_attributes(const CheckpointState& s) {
                  {"scale_sigma", s.scale_sigma},
                  {"sigma_ref", s.sigma_ref},
                  {"eps_ref", s.eps_ref},
-                 {"sigma_sensitivity", s.sigma_sensitivity},
-                 {"least_iteration", s.least_iteration},
-                 {"least_misfit", s.least_misfit}};
-    a.optional = {"sigma_sensitivity", "least_iteration", "least_misfit"};  // (not in the checkpoints of earlier versions)
+                 {"sigma_sensitivity", s.sigma_sensitivity}};
+    a.optional = {"sigma_sensitivity"};  // (not in the checkpoints of earlier versions)
     a.texts = {{"history", s.history_csv}};
     return a;
+}
+
+std::string checkpoint_path(const std::string& out_dir) {
+    return (std::filesystem::path(out_dir) / "checkpoint.h5").string();
 }
 
 CheckpointState checkpoint_state(const H5Attributes& a) {
@@ -38,8 +42,6 @@ CheckpointState checkpoint_state(const H5Attributes& a) {
     s.sigma_ref = number("sigma_ref");
     s.eps_ref = number("eps_ref");
     s.sigma_sensitivity = number("sigma_sensitivity");
-    s.least_iteration = static_cast<int>(number("least_iteration"));
-    s.least_misfit = number("least_misfit");
     s.history_csv = a.texts.at("history");
     return s;
 }

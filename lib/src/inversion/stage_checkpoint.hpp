@@ -18,15 +18,16 @@ struct CheckpointState {
     double stage_seconds = 0;
     double j0 = 0, scale_eps_r = 0, scale_sigma = 0, sigma_ref = 0, eps_ref = 0;
     double sigma_sensitivity = 0;  // the campaign's, from its first calibration (0: not known)
-    /// A stage with a misfit rule: the iteration of its least misfit so far
-    /// and that misfit (-1: none kept); the iterate's eps_r and sigma are the
-    /// checkpoint's datasets kLeastEpsR and kLeastSigma.
-    int least_iteration = -1;
-    double least_misfit = 0;
     std::string history_csv;
 };
 
-/// The checkpoint's datasets of the least-misfit iterate of a stage in progress.
+/// The checkpoint in an inversion's output folder.
+std::string checkpoint_path(const std::string& out_dir);
+
+/// The checkpoint's datasets of the least-misfit iterate of a stage in
+/// progress that ends at it (ends_at_least_misfit), where that iterate is
+/// not the checkpoint's model; the history's least row of the stage says
+/// which iteration it is.
 inline constexpr const char* kLeastEpsR = "least_eps_r";
 inline constexpr const char* kLeastSigma = "least_sigma";
 

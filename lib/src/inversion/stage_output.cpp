@@ -125,7 +125,7 @@ void StageOutput::write(const IterationFiles& f) {
         std::optional<std::pair<Array2D, Array2D>> gradient;
         if (with_gradient) gradient.emplace(*f.grad_eps_r, *f.grad_sigma);
         writer_.post([model = f.model, gradient = std::move(gradient), model_file, gradient_file, a = std::move(a),
-                      csv = std::move(csv), out = out_, checkpoint = checkpoint_file(), config = config_, j = f.misfit] {
+                      csv = std::move(csv), out = out_, config = config_, j = f.misfit] {
             if (!model_file.empty()) {
                 std::filesystem::create_directories(std::filesystem::path(model_file).parent_path());
                 write_model_h5(model_file, model, config);
@@ -135,13 +135,11 @@ void StageOutput::write(const IterationFiles& f) {
                 write_gradient_h5(gradient_file, model.grid, j, gradient->first, gradient->second, config);
             }
             // the checkpoint first: it is the truth a resume starts from
-            write_model_h5(checkpoint, model, config, a);
+            write_model_h5(checkpoint_path(out), model, config, a);
             write_text_atomically((std::filesystem::path(out) / "history.csv").string(), csv);
         });
     });
 }
-
-std::string StageOutput::checkpoint_file() const { return (std::filesystem::path(out_) / "checkpoint.h5").string(); }
 
 std::string StageOutput::preconditioner_file() const {
     return (std::filesystem::path(out_) / fmt::format("preconditioner_{:02}_{}.h5", stage_index_ + 1, stage_.name)).string();

@@ -69,8 +69,8 @@ struct IterationFiles {
     const Array2D* grad_sigma = nullptr;
     double misfit = 0;      // J at the model (the gradient file's)
     CheckpointState state;  // the checkpoint's numbers (its history is the output's)
-    /// The stage's least-misfit iterate so far (state.least_iteration), for
-    /// the checkpoint; null where the stage keeps none.
+    /// The stage's least-misfit iterate so far, for the checkpoint, where it
+    /// is not `model` (kLeastEpsR); else null.
     const Model* least = nullptr;
 };
 
@@ -94,8 +94,8 @@ public:
     /// stops every rank).
     void write(const IterationFiles& f);
 
-    /// The checkpoint a resume starts from.
-    std::string checkpoint_file() const;
+    /// The checkpoint a resume starts from (checkpoint_path).
+    std::string checkpoint_file() const { return checkpoint_path(out_); }
 
     /// Where the stage keeps its illumination preconditioner, which a
     /// resumed stage reads back (it must have `nodes` weights).
