@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gprfwi/cpu_propagator.hpp"
+#include "gprfwi/cuda_messages.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "support.hpp"
@@ -140,6 +141,36 @@ TEST_F(Errors, EmptySurveysAreRejected) {
     EXPECT_THROW(prop.forward(model, survey), InvalidArgument);
     survey.nt = 0;
     EXPECT_THROW(prop.forward(model, survey), InvalidArgument);
+}
+
+// The GPU's out-of-memory message, from the numbers the CUDA engine passes
+// (the GPU tests provoke it; its wording is checked here, with or without a GPU).
+TEST(CudaMessages, OutOfMemoryOffersWhatFitsTheRun) {
+    constexpr std::size_t mib = 1048576, gib = 1024 * mib;
+    // a gradient batch whose kept levels are most of what it needs
+    cuda_messages::DeviceMemory gradient{0, "H100", 8, 100 * gib, 70 * gib, 80 * gib, 90 * gib, 45 * gib, 22 * gib};
+    const std::string g = cuda_messages::out_of_memory_message(gradient);
+    EXPECT_NE(g.find("needs 100.00 GiB on GPU 0 (H100) for this batch of 8 shot(s), 90.00 GiB of them for kept "
+                     "forward levels; 70.00 GiB are free of 80.00 GiB."),
+              std::string::npos) << g;
+    EXPECT_NE(g.find("bf16 (propagator.snapshots.compression; kept levels 45.00 GiB)"), std::string::npos) << g;
+    EXPECT_NE(g.find("interval of 4 (propagator.snapshots.interval; kept levels 22.00 GiB)"), std::string::npos) << g;
+    EXPECT_NE(g.find("fewer shots per batch (propagator.shots_per_batch; about 12.50 GiB per shot)"),
+              std::string::npos) << g;
+    EXPECT_EQ(g.find("other processes"), std::string::npos) << g;
+
+    // a forward batch keeps no levels: only fewer shots helps, in MiB where under a GiB; a GPU nearly
+    // full before a small batch is held by something else
+    cuda_messages::DeviceMemory forward{1, "H100", 35, 92 * mib, 61 * mib, 80 * gib, 0, 5 * gib, 2 * gib};
+    const std::string f = cuda_messages::out_of_memory_message(forward);
+    EXPECT_NE(f.find("needs 92.0 MiB on GPU 1 (H100) for this batch of 35 shot(s); 61.0 MiB are free of 80.00 GiB"),
+              std::string::npos) << f;
+    EXPECT_NE(f.find("other processes on this GPU"), std::string::npos) << f;
+    EXPECT_EQ(f.find("bf16"), std::string::npos) << f;
+    EXPECT_EQ(f.find("kept forward levels"), std::string::npos) << f;
+    EXPECT_NE(f.find("Options that need less: fewer shots per batch (propagator.shots_per_batch; about 2.6 MiB per "
+                     "shot)"),
+              std::string::npos) << f;
 }
 
 }  // namespace

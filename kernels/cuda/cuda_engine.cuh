@@ -862,8 +862,9 @@ private:
         const std::size_t need = plan(s_, opt_, gradient, !host_levels_).total();
         if (need <= free_b) return;
         const std::size_t snap = static_cast<std::size_t>(s_.time.nt_internal / s_.snapshot_interval) * batch_size();
+        const bool levels_here = gradient && !host_levels_;  // (the level options help only levels on the device)
         cuda_messages::throw_out_of_memory({device_, device_name(device_), g_.n_shots, need, free_b, total_b,
-                                            gradient ? snap * sizeof(Stored) : 0, snap * 2,
+                                            levels_here ? snap * sizeof(Stored) : 0, snap * 2,
                                             snap / 4 * sizeof(Stored)});
     }
 
