@@ -198,10 +198,10 @@ TEST(Hdf5Model, RecordsRunFilesOfAnySize) {
     ASSERT_GT(config.size(), 90u * 1024);  // (well over the 64 KiB limit)
     const Model m = Model::uniform(Grid{12, 9, 0.1, 0.1}, 5.0, 0.002);
     const auto path = test::scratch_path("large-config.h5").string();
-    H5Attributes extra;
+    ModelFileExtras extra;
     extra.texts["history"] = config;  // (a checkpoint's history grows the same way)
     write_model_h5(path, m, config, extra);
-    H5Attributes back;
+    ModelFileExtras back;
     back.texts["history"] = "";
     const Model r = read_model_h5(path, m.grid, &back);
     EXPECT_EQ(r.eps_r.values(), m.eps_r.values());

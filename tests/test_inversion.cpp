@@ -1031,7 +1031,7 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     s.history_csv = "stage,iteration\nlow,0\n";
     const std::string file = scratch_dir("checkpoint") + "/checkpoint.h5";
     const Model m = Model::uniform(Grid{5, 4, 0.1, 0.1}, 6.0, 0.01);
-    H5Attributes written = checkpoint_attributes(s);
+    ModelFileExtras written = checkpoint_attributes(s);
     Array2D least(m.grid.nz, m.grid.nx);
     for (std::size_t i = 0; i < least.size(); ++i) least.data()[i] = 1.0 + 0.25 * static_cast<double>(i);
     written.arrays.emplace(kLeastEpsR, least);
@@ -1039,7 +1039,7 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(read_model_array_h5(file, kLeastEpsR, m.grid).values(), least.values());
     written.arrays.emplace(kLeastSigma, Array2D(m.grid.nz + 1, m.grid.nx));
     EXPECT_THROW(write_model_h5(file, m, "config", written), SizeMismatch) << "an extra dataset must fit the model";
-    H5Attributes a = checkpoint_attributes({});
+    ModelFileExtras a = checkpoint_attributes({});
     read_model_h5(file, m.grid, &a);
     const CheckpointState r = checkpoint_state(a);
     EXPECT_EQ(r.stage, 2);
@@ -1057,17 +1057,17 @@ TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {
     EXPECT_EQ(r.history_csv, s.history_csv);
 
     // a checkpoint of an earlier version, without the sensitivity, still resumes (the sensitivity unknown)
-    H5Attributes old = checkpoint_attributes(s);
+    ModelFileExtras old = checkpoint_attributes(s);
     old.numbers.erase("sigma_sensitivity");
     write_model_h5(file, m, "config", old);
-    H5Attributes b = checkpoint_attributes({});
+    ModelFileExtras b = checkpoint_attributes({});
     read_model_h5(file, m.grid, &b);
     EXPECT_EQ(checkpoint_state(b).sigma_sensitivity, 0.0);
     EXPECT_EQ(checkpoint_state(b).eps_ref, 6.25);
     // ... while a required number missing is an error naming it
     old.numbers.erase("eps_ref");
     write_model_h5(file, m, "config", old);
-    H5Attributes c = checkpoint_attributes({});
+    ModelFileExtras c = checkpoint_attributes({});
     EXPECT_THROW(
         {
             try {
@@ -1119,7 +1119,7 @@ TEST(StageOutput, WritesTheHistoryCheckpointAndIterationFiles) {
     EXPECT_GE(writing, 0.0);
     EXPECT_TRUE(std::filesystem::exists(dir + "/models/03_out_001.h5"));
     EXPECT_TRUE(std::filesystem::exists(dir + "/gradients/03_out_001.h5"));
-    H5Attributes a = checkpoint_attributes({});
+    ModelFileExtras a = checkpoint_attributes({});
     const Model back = read_model_h5(dir + "/checkpoint.h5", g, &a);
     EXPECT_EQ(back.eps_r(2, 3), 5.5);
     const CheckpointState read = checkpoint_state(a);
@@ -1942,7 +1942,7 @@ TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
         EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
         clear_stop_request();
         {
-            H5Attributes a = checkpoint_attributes({});
+            ModelFileExtras a = checkpoint_attributes({});
             read_model_h5(dir + "/checkpoint.h5", g, &a);
             const CheckpointState s = checkpoint_state(a);
             EXPECT_EQ(s.stage, stop_after == 12 ? 0 : 1);
@@ -1974,7 +1974,7 @@ TEST(Tao, SigmaSensitivityIsTheFirstCalibrationsThroughAResume) {
     spec.regularize_sigma.tv = 1e-3;
     const Model start = Model::uniform(g, 5.0, 0.002);
     auto sensitivity_in_checkpoint = [&] {
-        H5Attributes a = checkpoint_attributes({});
+        ModelFileExtras a = checkpoint_attributes({});
         read_model_h5(dir + "/checkpoint.h5", g, &a);
         return checkpoint_state(a);
     };
@@ -2000,7 +2000,7 @@ TEST(Tao, SigmaSensitivityIsTheFirstCalibrationsThroughAResume) {
     Quadratic q4(g, 1.0);
     const std::string other = scratch_dir("resume-sensitivity-fresh");
     invert(Model::uniform(g, 7.0, 0.02), spec, q4, other, "", false);
-    H5Attributes a = checkpoint_attributes({});
+    ModelFileExtras a = checkpoint_attributes({});
     read_model_h5(other + "/checkpoint.h5", g, &a);
     EXPECT_GT(checkpoint_state(a).sigma_sensitivity, 0.0);
     EXPECT_NE(checkpoint_state(a).sigma_sensitivity, first.sigma_sensitivity);
@@ -2020,7 +2020,7 @@ TEST(Tao, ResumesACheckpointWithoutThePropagationsColumn) {
     clear_stop_request();
     // the checkpoint's history as the earlier format wrote it: column 8 (propagations) left out
     const std::string path = dir + "/checkpoint.h5";
-    H5Attributes a;
+    ModelFileExtras a;
     for (const char* k : {"stage", "stage_done", "iterations", "evaluations", "seconds", "stage_seconds", "j0",
                           "scale_eps_r", "scale_sigma", "sigma_ref", "eps_ref"})
         a.numbers[k] = 0;

@@ -59,8 +59,9 @@ Traces read_traces_h5(const std::string& path, const Survey& survey, const std::
 /// whatever survey it was written for.
 TraceData read_trace_data_h5(const std::string& path);
 
-/// Extra root attributes of a model file (checkpoints).
-struct H5Attributes {
+/// What a model file may carry beside the model (a checkpoint's state):
+/// root attributes and extra datasets.
+struct ModelFileExtras {
     std::map<std::string, double> numbers;
     std::map<std::string, std::string> texts;
     /// Numbers that may be absent when read (they keep their value).
@@ -73,11 +74,11 @@ struct H5Attributes {
 /// Writes a model: /eps_r, /sigma, /mu_r [nz][nx] float64, attributes dx, dz
 /// (m), units, gprfwi_version, config; and its XDMF sidecar.
 void write_model_h5(const std::string& path, const Model& model, const std::string& config);
-void write_model_h5(const std::string& path, const Model& model, const std::string& config, const H5Attributes& extra);
+void write_model_h5(const std::string& path, const Model& model, const std::string& config, const ModelFileExtras& extra);
 
 /// Reads a model file (mu_r 1 where absent), checked against the grid; fills
 /// the attributes named in `attributes` (each must exist).
-Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* attributes = nullptr);
+Model read_model_h5(const std::string& path, const Grid& grid, ModelFileExtras* attributes = nullptr);
 
 /// One [nz][nx] dataset of a model file (float32/float64/integer), checked
 /// against the grid's shape and, where the file has them, its dx and dz attributes.

@@ -900,7 +900,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     if (resume) {
         if (!std::filesystem::exists(checkpoint))
             throw Error(fmt::format("{}: no checkpoint to resume from (run without --resume first)", checkpoint));
-        H5Attributes a = checkpoint_attributes({});
+        ModelFileExtras a = checkpoint_attributes({});
         result.model = read_model_h5(checkpoint, start.grid, &a);
         const CheckpointState s = checkpoint_state(a);
         if (s.stage < 0 || s.stage >= static_cast<int>(spec.stages.size()))

@@ -4,8 +4,8 @@
 
 namespace gprfwi {
 
-H5Attributes checkpoint_attributes(const CheckpointState& s) {
-    H5Attributes a;
+ModelFileExtras checkpoint_attributes(const CheckpointState& s) {
+    ModelFileExtras a;
     a.numbers = {{"stage", s.stage},
                  {"stage_done", s.stage_done ? 1.0 : 0.0},
                  {"iterations", s.iterations},
@@ -27,7 +27,7 @@ std::string checkpoint_path(const std::string& out_dir) {
     return (std::filesystem::path(out_dir) / "checkpoint.h5").string();
 }
 
-CheckpointState checkpoint_state(const H5Attributes& a) {
+CheckpointState checkpoint_state(const ModelFileExtras& a) {
     auto number = [&](const char* key) { return a.numbers.at(key); };
     CheckpointState s;
     s.stage = static_cast<int>(number("stage"));

@@ -33,9 +33,9 @@ inline constexpr const char* kLeastSigma = "least_sigma";
 
 /// The state as attributes: one number per field, the history as text. Of a
 /// default state: the keys that read_model_h5 is to read.
-H5Attributes checkpoint_attributes(const CheckpointState& s);
+ModelFileExtras checkpoint_attributes(const CheckpointState& s);
 
 /// The state from attributes that checkpoint_attributes wrote.
-CheckpointState checkpoint_state(const H5Attributes& a);
+CheckpointState checkpoint_state(const ModelFileExtras& a);
 
 }  // namespace gprfwi

@@ -108,7 +108,7 @@ void StageOutput::write(const IterationFiles& f) {
         for (const HistoryRow& r : history_) csv += history_line(r, truth_.has_value());
         CheckpointState state = f.state;
         state.history_csv = csv;
-        H5Attributes a = checkpoint_attributes(state);
+        ModelFileExtras a = checkpoint_attributes(state);
         if (f.least) {
             a.arrays.emplace(kLeastEpsR, f.least->eps_r);
             a.arrays.emplace(kLeastSigma, f.least->sigma);

@@ -422,7 +422,7 @@ void write_model_h5(const std::string& path, const Model& model, const std::stri
     write_model_h5(path, model, config, {});
 }
 
-void write_model_h5(const std::string& path, const Model& model, const std::string& config, const H5Attributes& extra) {
+void write_model_h5(const std::string& path, const Model& model, const std::string& config, const ModelFileExtras& extra) {
     model.validate();
     const Grid& g = model.grid;
     const std::vector<hsize_t> dims{static_cast<hsize_t>(g.nz), static_cast<hsize_t>(g.nx)};
@@ -520,7 +520,7 @@ void write_vector_h5(const std::string& path, const std::string& dataset, const 
     });
 }
 
-Model read_model_h5(const std::string& path, const Grid& grid, H5Attributes* attributes) {
+Model read_model_h5(const std::string& path, const Grid& grid, ModelFileExtras* attributes) {
     return reading([&] {
         Model m;
         m.grid = grid;
