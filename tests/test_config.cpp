@@ -682,6 +682,56 @@ inversion:
     EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }
 
+// `stages: auto` is logged written out as a list, which inversion.stages
+// reads back to the same stages, numbers to the last bit: a user edits one
+// thing of the automatic stages and keeps the rest.
+TEST(Campaign, AutomaticStagesWrittenOutReadBackTheSame) {
+    const std::string base = std::string(kBase) + R"(data: {observed: obs.h5}
+inversion:
+  bounds: {eps_r: [2.0, 20.0], sigma: [1.0e-4, 0.05]}
+)";
+    const std::string prefix = "stages auto, written out (inversion.stages reads this list back to the same stages): ";
+    const std::vector<std::vector<std::string>> variants{{}, {"inversion.estimate_wavelet=true"}, {"inversion.flood=true"}};
+    for (const std::vector<std::string>& sets : variants) {
+        const Campaign automatic = load_campaign(write_run_file("campaign_auto_stages", base), sets);
+        std::string list;
+        for (const std::string& d : automatic.inversion.defaults)
+            if (d.rfind(prefix, 0) == 0) list = d.substr(prefix.size());
+        ASSERT_FALSE(list.empty()) << "no written-out stages among the logged defaults";
+        // (inversion.flood belongs to stages: auto; a listed stage carries its own flood key)
+        std::vector<std::string> listed;
+        for (const std::string& set : sets)
+            if (set != "inversion.flood=true") listed.push_back(set);
+        listed.push_back("inversion.stages=" + list);
+        const Campaign back = load_campaign(write_run_file("campaign_listed_stages", base), listed);
+        const std::vector<StageSpec>& a = automatic.inversion.stages;
+        const std::vector<StageSpec>& b = back.inversion.stages;
+        ASSERT_EQ(a.size(), sets.empty() || sets[0] != "inversion.flood=true" ? 2u : 3u) << list;
+        ASSERT_EQ(b.size(), a.size()) << list;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            SCOPED_TRACE(a[i].name + " in " + list);
+            EXPECT_EQ(b[i].name, a[i].name);
+            EXPECT_EQ(b[i].max_frequency_hz, a[i].max_frequency_hz);
+            EXPECT_EQ(b[i].invert_eps_r, a[i].invert_eps_r);
+            EXPECT_EQ(b[i].invert_sigma, a[i].invert_sigma);
+            EXPECT_EQ(b[i].iterations, a[i].iterations);
+            EXPECT_EQ(b[i].min_relative_decrease, a[i].min_relative_decrease);
+            if (a[i].min_relative_decrease > 0) EXPECT_EQ(b[i].decrease_window, a[i].decrease_window);
+            EXPECT_EQ(b[i].gradient_tolerance, a[i].gradient_tolerance);
+            EXPECT_EQ(b[i].max_seconds, a[i].max_seconds);
+            EXPECT_EQ(b[i].max_evaluations, a[i].max_evaluations);
+            EXPECT_EQ(b[i].estimate_wavelet, a[i].estimate_wavelet);
+            EXPECT_EQ(b[i].project_wavelet, a[i].project_wavelet);
+            EXPECT_EQ(b[i].smoothing_m, a[i].smoothing_m);
+            EXPECT_EQ(b[i].smoothing_sigma_m, a[i].smoothing_sigma_m);
+            EXPECT_EQ(b[i].method, a[i].method);
+            EXPECT_EQ(b[i].flood, a[i].flood);
+        }
+        EXPECT_EQ(back.inversion.smoothing_m, automatic.inversion.smoothing_m);
+        EXPECT_EQ(back.inversion.smoothing_sigma_m, automatic.inversion.smoothing_sigma_m);
+    }
+}
+
 TEST(RunFile, MissingFileIsReported) {
     try {
         load_run_config("/nonexistent/run.yaml");

@@ -519,13 +519,24 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
     return s;
 }
 
+/// The longest smoothing a run file may give: the model's width or depth
+/// (a longer one only averages the update over the model, and is more
+/// likely a length in the wrong unit), or the longest automatic length
+/// where that is longer (a model shorter than half a wavelength), so that
+/// the automatic stages written out read back.
+double longest_smoothing_m(const RunConfig& c) {
+    const double wavelength = dominant_wavelength(c.model, dominant_frequency(c.wavelet, c.dt_s));
+    return std::max({c.grid.width_m(), c.grid.depth_m(), kAutoSigmaSmoothingWavelengths * wavelength});
+}
+
 /// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
-/// in m up to the model's width or depth, or `auto` (left < 0, for the
-/// caller's default).
-void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, const Grid& g, double& eps_r_m,
+/// in m up to longest_smoothing_m, or `auto` (left < 0, for the caller's
+/// default).
+void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, const RunConfig& c, double& eps_r_m,
                     double& sigma_m) {
+    const double longest = longest_smoothing_m(c);
     auto length = [&](const YAML::Node& v, const std::string& key) {
-        return is_auto(v) ? -1.0 : r.number(v, key, 0, std::max(g.width_m(), g.depth_m()));
+        return is_auto(v) ? -1.0 : r.number(v, key, 0, longest);
     };
     if (n.IsMap()) {
         r.map(n, path, {"eps_r", "sigma"});
@@ -598,7 +609,7 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
     if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
     if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
-    if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c.grid, st.smoothing_m, st.smoothing_sigma_m);
+    if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c, st.smoothing_m, st.smoothing_sigma_m);
     if (n["method"])
         st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
     if (n["flood"]) {
@@ -717,7 +728,7 @@ void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, con
                               const RunConfig& c, const AutomaticSettings& automatic, double wavelength,
                               InversionSpec& s) {
     s.smoothing_m = s.smoothing_sigma_m = -1;
-    if (smoothing) read_smoothing(smoothing, r, p + ".smoothing", c.grid, s.smoothing_m, s.smoothing_sigma_m);
+    if (smoothing) read_smoothing(smoothing, r, p + ".smoothing", c, s.smoothing_m, s.smoothing_sigma_m);
     const std::string full_band =
         auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
     if (s.smoothing_m < 0) {
@@ -749,6 +760,41 @@ void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, 
                                          "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
     if (s.taper_radius_m > 0) s.taper_points = every_antenna(c);
+}
+
+/// The stages as a YAML flow list that `inversion.stages` reads back to the
+/// same stages (each number in the shortest form that reads back to it):
+/// what a user edits to change one thing of `stages: auto` and keep the rest.
+std::string stages_written_out(const std::vector<StageSpec>& stages) {
+    const bool estimates = std::any_of(stages.begin(), stages.end(), [](const StageSpec& st) { return st.estimate_wavelet; });
+    std::string out = "[";
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const StageSpec& st = stages[i];
+        out += fmt::format("{}{{name: {}", i ? ", " : "", st.name);
+        if (st.max_frequency_hz > 0) out += fmt::format(", max_frequency: {}", st.max_frequency_hz);
+        out += st.invert_eps_r ? (st.invert_sigma ? ", parameters: [eps_r, sigma]" : ", parameters: [eps_r]")
+                               : ", parameters: [sigma]";
+        out += fmt::format(", iterations: {}", st.iterations);
+        if (st.min_relative_decrease > 0)
+            out += fmt::format(", min_relative_decrease: {}, decrease_window: {}", st.min_relative_decrease,
+                               st.decrease_window);
+        if (st.gradient_tolerance > 0) out += fmt::format(", gradient_tolerance: {}", st.gradient_tolerance);
+        if (st.max_seconds > 0) out += fmt::format(", max_seconds: {}", st.max_seconds);
+        if (st.max_evaluations > 0) out += fmt::format(", max_evaluations: {}", st.max_evaluations);
+        // (written for every stage where one estimates: a stage's own key outranks the campaign's)
+        if (estimates) out += fmt::format(", estimate_wavelet: {}", st.estimate_wavelet);
+        if (st.smoothing_m >= 0 || st.smoothing_sigma_m >= 0) {
+            out += ", smoothing: {";
+            if (st.smoothing_m >= 0) out += fmt::format("eps_r: {}", st.smoothing_m);
+            if (st.smoothing_sigma_m >= 0)
+                out += fmt::format("{}sigma: {}", st.smoothing_m >= 0 ? ", " : "", st.smoothing_sigma_m);
+            out += "}";
+        }
+        if (st.method) out += fmt::format(", method: {}", to_string(*st.method));
+        if (st.flood) out += ", flood: true";
+        out += "}";
+    }
+    return out + "]";
 }
 
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
@@ -832,6 +878,9 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     read_taper(inv["taper"], r, p, c, automatic, s);
     read_flood(inv["flood"], !stages || is_auto(stages), r, p, c, s);
+    if (!stages || is_auto(stages))
+        s.defaults.push_back("stages auto, written out (inversion.stages reads this list back to the same stages): " +
+                             stages_written_out(s.stages));
     if (const YAML::Node save = inv["save"]) {
         r.map(save, p + ".save", {"models", "gradients"});
         if (save["models"]) s.save_models = r.boolean(save["models"], p + ".save.models");
