@@ -729,6 +729,26 @@ inversion:
         }
         EXPECT_EQ(back.inversion.smoothing_m, automatic.inversion.smoothing_m);
         EXPECT_EQ(back.inversion.smoothing_sigma_m, automatic.inversion.smoothing_sigma_m);
+
+        // what the campaign's output files record: the inversion as resolved, beside the run's values
+        const std::vector<YAML::Node> docs = YAML::LoadAll(automatic.record({}));
+        ASSERT_EQ(docs.size(), 2u);
+        const YAML::Node inv = docs[1]["inversion"];
+        ASSERT_TRUE(inv.IsMap()) << automatic.record({});
+        EXPECT_EQ(docs[1]["grid"]["nx"].as<int>(), automatic.run.grid.nx) << "the run's values stay";
+        ASSERT_EQ(inv["stages"].size(), a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            EXPECT_EQ(inv["stages"][i]["name"].as<std::string>(), a[i].name);
+            EXPECT_EQ(inv["stages"][i]["iterations"].as<int>(), a[i].iterations);
+        }
+        EXPECT_EQ(inv["smoothing"]["eps_r"].as<double>(), automatic.inversion.smoothing_m);
+        EXPECT_EQ(inv["regularization"]["eps_r"]["tv"].as<double>(), automatic.inversion.regularize_eps_r.tv);
+        EXPECT_EQ(inv["regularization"]["sigma_share_follows_sensitivity"].as<bool>(), true);
+        EXPECT_EQ(inv["taper"]["radius"].as<double>(), automatic.inversion.taper_radius_m);
+        EXPECT_EQ(inv["bounds"]["sigma"][1].as<double>(), 0.05);
+        EXPECT_EQ(inv["misfit"].as<std::string>(), "relative");
+        ASSERT_EQ(inv["auto"].size(), automatic.inversion.defaults.size());
+        EXPECT_EQ(inv["auto"][0].as<std::string>(), automatic.inversion.defaults[0]);
     }
 }
 

@@ -84,6 +84,13 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 struct Campaign {
     RunConfig run;
     InversionSpec inversion;
+
+    /// RunConfig::record with the inversion as resolved in the second
+    /// document (`inversion:` bounds, misfit, the stages written out as a
+    /// list that inversion.stages reads back, smoothing, regularisation,
+    /// taper, and `auto`: each automatic choice in words), so that a model
+    /// file says what its campaign's `auto` meant.
+    std::string record(const std::vector<std::string>& overrides) const;
 };
 Campaign load_campaign(const std::string& path, const std::vector<std::string>& overrides = {});
 

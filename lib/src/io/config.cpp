@@ -935,6 +935,34 @@ Campaign load_campaign(const std::string& path, const std::vector<std::string>& 
     return c;
 }
 
+std::string Campaign::record(const std::vector<std::string>& overrides) const {
+    const InversionSpec& s = inversion;
+    const auto regularization = [](YAML::Emitter& e, const RegularizationSpec& r) {
+        e << YAML::Flow << YAML::BeginMap << YAML::Key << "tikhonov" << YAML::Value << r.tikhonov << YAML::Key << "tv"
+          << YAML::Value << r.tv << YAML::Key << "tv_beta" << YAML::Value << r.tv_beta << YAML::EndMap;
+    };
+    YAML::Emitter e;
+    e << YAML::BeginMap << YAML::Key << "inversion" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "bounds" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value
+      << YAML::Flow << std::vector<double>{s.eps_r_min, s.eps_r_max} << YAML::Key << "sigma" << YAML::Value
+      << YAML::Flow << std::vector<double>{s.sigma_min, s.sigma_max} << YAML::EndMap;
+    e << YAML::Key << "misfit" << YAML::Value << to_string(s.misfit);
+    e << YAML::Key << "stages" << YAML::Value << YAML::Load(detail::stages_written_out(s.stages));
+    e << YAML::Key << "smoothing" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value
+      << s.smoothing_m << YAML::Key << "sigma" << YAML::Value << s.smoothing_sigma_m << YAML::EndMap;
+    e << YAML::Key << "regularization" << YAML::Value << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value;
+    regularization(e, s.regularize_eps_r);
+    e << YAML::Key << "sigma" << YAML::Value;
+    regularization(e, s.regularize_sigma);
+    e << YAML::Key << "sigma_share_follows_sensitivity" << YAML::Value << s.sigma_tv_follows_sensitivity << YAML::EndMap;
+    e << YAML::Key << "taper" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "radius" << YAML::Value
+      << s.taper_radius_m << YAML::EndMap;
+    e << YAML::Key << "auto" << YAML::Value << YAML::BeginSeq;
+    for (const std::string& d : s.defaults) e << d;
+    e << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+    return run.record(overrides) + e.c_str() + "\n";
+}
+
 std::vector<double> read_wavelet_file(const std::string& path, const std::string& dataset, double dt, int nt) {
     std::vector<double> w;
     const std::string ext = std::filesystem::path(path).extension().string();
