@@ -1,7 +1,7 @@
 // `gprfwi check RUN.yaml`: validates a run file (and the files it names)
 // without running it, and prints what a run would use: the resolved grid and
-// model, the time stepping, the shots and their assignment to ranks, and the
-// memory per rank. Exit 0 when valid; 2 (with file:line:col) when not.
+// model, the time stepping, the shots and their assignment to ranks, the
+// memory per rank, and for a campaign its stages and what `auto` chose. Exit 0 when valid; 2 (with file:line:col) when not.
 
 #include <algorithm>
 #include <memory>
@@ -100,10 +100,19 @@ void run_check(const CheckArgs& a) {
         fmt::print("  inversion {} misfit; eps_r in [{}, {}], sigma in [{}, {}] S/m{}\n", to_string(inversion->misfit),
                    inversion->eps_r_min, inversion->eps_r_max, inversion->sigma_min, inversion->sigma_max,
                    inversion->taper_radius_m > 0 ? fmt::format("; taper {:.3g} m", inversion->taper_radius_m) : "");
-        for (const StageSpec& s : inversion->stages)
-            fmt::print("    stage {}: {}, {}, up to {} iterations\n", s.name,
+        for (const StageSpec& s : inversion->stages) {
+            const double eps_m = s.smoothing_m >= 0 ? s.smoothing_m : inversion->smoothing_m;
+            const double sigma_m = s.smoothing_sigma_m >= 0 ? s.smoothing_sigma_m : inversion->smoothing_sigma_m;
+            fmt::print("    stage {}: {}, {}, up to {} iterations{}; smoothing {:.4g} m (eps_r), {:.4g} m (sigma){}\n", s.name,
                        s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
-                       s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations);
+                       s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations,
+                       s.min_relative_decrease > 0 ? fmt::format(" (until the misfit falls by less than {} over {})",
+                                                                 s.min_relative_decrease, s.decrease_window)
+                                                   : "",
+                       eps_m, sigma_m, s.flood ? "; flooded" : "");
+        }
+        // what the run file left to auto, as invert logs it (the stages among them written out as a list)
+        for (const std::string& d : inversion->defaults) fmt::print("    inversion.{}\n", d);
     }
     fmt::print("  output    {}\n", output_dir(a.run, c));
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every run file in configs/ is valid: `gprfwi check` exits 0 on each (for
-# campaigns after the true models they name exist, made by a short forward run).
+# campaigns after the true models they name exist, made by a short forward run),
+# and the automatic stages that check writes out read back to the same stages.
 # Usage: configs.sh GPRFWI CONFIGS_DIR WORK_DIR SCRIPTS_DIR
 set -eu
 gprfwi=$1 configs=$2 work=$3 scripts=$4
@@ -43,4 +44,14 @@ for f in configs/*.yaml configs/benchmarks*/*/*.yaml; do
   "$gprfwi" check "$f" > check.log 2>&1 || { cat check.log; echo "FAIL $f"; exit 1; }
   echo "valid: $f"
 done
+# a campaign's automatic stages, written out by check, read back as inversion.stages to the same stages
+"$gprfwi" check configs/crosshole-campaign.yaml > auto.log 2>&1 || { cat auto.log; echo "FAIL check (auto stages)"; exit 1; }
+list=$(sed -n 's/^ *inversion\.stages auto, written out ([^)]*): //p' auto.log)
+[ -n "$list" ] || { cat auto.log; echo "FAIL: check wrote out no automatic stages"; exit 1; }
+"$gprfwi" check configs/crosshole-campaign.yaml --set "inversion.stages=$list" > listed.log 2>&1 \
+  || { cat listed.log; echo "FAIL check (the stages written out)"; exit 1; }
+grep "^    stage " auto.log > auto-stages.txt && grep "^    stage " listed.log > listed-stages.txt
+cmp -s auto-stages.txt listed-stages.txt || { diff auto-stages.txt listed-stages.txt; echo "FAIL: the written-out stages differ"; exit 1; }
+grep -q "smoothing.eps_r auto" listed.log || { cat listed.log; echo "FAIL: check shows no automatic choices"; exit 1; }
+echo "auto stages written out read back: $(wc -l < auto-stages.txt) stages"
 echo "configs: all valid"
