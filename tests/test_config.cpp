@@ -587,6 +587,7 @@ inversion:
         {{"inversion.smoothing=-0.1"}, "inversion.smoothing: expected a number in [0"},
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, smoothing: wide}]"}, "inversion.stages[0].smoothing: expected a number, got 'wide'"},
         {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
+        {{"wavelet.amplitude=0"}, "wavelet: an inversion needs a wavelet with energy; this one is zero at every sample"},
         {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
         {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},
         {{"inversion.scan=[eps]"}, "inversion.scan[0]: expected one of eps_r, sigma, got 'eps'"},

@@ -607,6 +607,10 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     spec.mask.clear();
     spec.taper_radius_m = 0;
     for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
+    // a radius far beyond the model (a run file may give up to 1e30 m; the columns it spans are no int)
+    // covers every node, each weighted by its distance to the nearest antenna
+    spec.taper_radius_m = 1e30;
+    for (double x : update_weights(spec, g)) EXPECT_TRUE(x >= 0.0 && x < 1e-20) << x;
 }
 
 // Flooding finds each column's deepest strong band of eps_r change (its

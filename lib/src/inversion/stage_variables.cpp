@@ -29,8 +29,9 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
         }
         for (const Position& p : tapered) {
             if (std::abs(iz * g.dz - p.z) >= radius) continue;
-            const int from = std::max(0, static_cast<int>(std::floor((p.x - radius) / g.dx)));
-            const int to = std::min(g.nx - 1, static_cast<int>(std::ceil((p.x + radius) / g.dx)));
+            // (clamped before the conversion: a radius far beyond the model, as a run file may give, is no int)
+            const int from = static_cast<int>(std::clamp(std::floor((p.x - radius) / g.dx), 0.0, g.nx - 1.0));
+            const int to = static_cast<int>(std::clamp(std::ceil((p.x + radius) / g.dx), 0.0, g.nx - 1.0));
             for (int ix = from; ix <= to; ++ix) {
                 const double d = std::hypot(ix * g.dx - p.x, iz * g.dz - p.z);
                 double& w = weight[static_cast<std::size_t>(iz) * g.nx + ix];

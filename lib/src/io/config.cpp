@@ -816,6 +816,8 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     // what `auto` follows: the wavelet's dominant frequency, and the shortest dominant wavelength of the
     // starting model
     const double f_dominant = dominant_frequency(c.wavelet, c.dt_s);
+    if (!(f_dominant > 0))  // (a wavelet of zeros: nothing to fit, and no wavelength for the automatic settings)
+        r.fail(root["wavelet"], "wavelet", "an inversion needs a wavelet with energy; this one is zero at every sample");
     const double wavelength = dominant_wavelength(c.model, f_dominant);
     const YAML::Node stages = inv["stages"];
     if (!stages || is_auto(stages)) {
