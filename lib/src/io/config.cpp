@@ -523,10 +523,12 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 /// (a longer one only averages the update over the model, and is more
 /// likely a length in the wrong unit), or the longest automatic length
 /// where that is longer (a model shorter than half a wavelength), so that
-/// the automatic stages written out read back.
+/// the automatic stages written out read back; never more than ten times
+/// the model's size (the smoothing's kernel grows with its length).
 double longest_smoothing_m(const RunConfig& c) {
+    const double size = std::max(c.grid.width_m(), c.grid.depth_m());
     const double wavelength = dominant_wavelength(c.model, dominant_frequency(c.wavelet, c.dt_s));
-    return std::max({c.grid.width_m(), c.grid.depth_m(), kAutoSigmaSmoothingWavelengths * wavelength});
+    return std::max(size, std::min(kAutoSigmaSmoothingWavelengths * wavelength, 10 * size));
 }
 
 /// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
