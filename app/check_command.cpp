@@ -1,7 +1,8 @@
 // `gprfwi check RUN.yaml`: validates a run file (and the files it names)
 // without running it, and prints what a run would use: the resolved grid and
 // model, the time stepping, the shots and their assignment to ranks, the
-// memory per rank, and for a campaign its stages and what `auto` chose. Exit 0 when valid; 2 (with file:line:col) when not.
+// memory per rank, and for a campaign its stages and what `auto` chose.
+// Exit 0 when valid; 2 (with file:line:col) when not.
 
 #include <algorithm>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "common.hpp"
 #include "gprfwi/config.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/inversion.hpp"
 #include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 #include "gprfwi/propagator.hpp"
@@ -101,15 +103,13 @@ void run_check(const CheckArgs& a) {
                    inversion->eps_r_min, inversion->eps_r_max, inversion->sigma_min, inversion->sigma_max,
                    inversion->taper_radius_m > 0 ? fmt::format("; taper {:.3g} m", inversion->taper_radius_m) : "");
         for (const StageSpec& s : inversion->stages) {
-            const double eps_m = s.smoothing_m >= 0 ? s.smoothing_m : inversion->smoothing_m;
-            const double sigma_m = s.smoothing_sigma_m >= 0 ? s.smoothing_sigma_m : inversion->smoothing_sigma_m;
             fmt::print("    stage {}: {}, {}, up to {} iterations{}; smoothing {:.4g} m (eps_r), {:.4g} m (sigma){}\n", s.name,
                        s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
                        s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations,
                        s.min_relative_decrease > 0 ? fmt::format(" (until the misfit falls by less than {} over {})",
                                                                  s.min_relative_decrease, s.decrease_window)
                                                    : "",
-                       eps_m, sigma_m, s.flood ? "; flooded" : "");
+                       smoothing_length(*inversion, s, 0), smoothing_length(*inversion, s, 1), s.flood ? "; flooded" : "");
         }
         // what the run file left to auto, as invert logs it (the stages among them written out as a list)
         for (const std::string& d : inversion->defaults) fmt::print("    inversion.{}\n", d);

@@ -162,6 +162,10 @@ struct InversionSpec {
     long max_propagations = 0;
 };
 
+/// The standard deviation of parameter p's smoothing in `stage` (0: eps_r,
+/// 1: sigma), m: the stage's own, else the campaign's.
+double smoothing_length(const InversionSpec& spec, const StageSpec& stage, int p);
+
 /// lambda = c0 / (f sqrt(eps_r mu_r)) with eps_r mu_r the model's largest:
 /// the shortest dominant wavelength, which the `auto` lengths follow.
 double dominant_wavelength(const Model& model, double f_dominant_hz);

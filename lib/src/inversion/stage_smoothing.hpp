@@ -13,10 +13,6 @@
 
 namespace gprfwi {
 
-/// The standard deviation of parameter p's smoothing in `stage` (0: eps_r,
-/// 1: sigma), m: the stage's own, else the campaign's.
-double smoothing_length(const InversionSpec& spec, const StageSpec& stage, int p);
-
 class StageSmoothing {
 public:
     /// The stage's lengths (a stage's own, else the campaign's) for its

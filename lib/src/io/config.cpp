@@ -522,21 +522,20 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 /// The longest smoothing a run file may give: the model's width or depth
 /// (a longer one only averages the update over the model, and is more
 /// likely a length in the wrong unit), or the longest automatic length
-/// where that is longer (a model shorter than half a wavelength), so that
-/// the automatic stages written out read back; never more than ten times
-/// the model's size (the smoothing's kernel grows with its length).
-double longest_smoothing_m(const RunConfig& c) {
-    const double size = std::max(c.grid.width_m(), c.grid.depth_m());
-    const double wavelength = dominant_wavelength(c.model, dominant_frequency(c.wavelet, c.dt_s));
-    return std::max(size, std::min(kAutoSigmaSmoothingWavelengths * wavelength, 10 * size));
+/// (`automatic_sigma_m`) where that is longer (a model shorter than half a
+/// wavelength), so that the automatic stages written out read back; never
+/// more than ten times the model's size (the smoothing's kernel grows with
+/// its length).
+double longest_smoothing_m(const Grid& g, double automatic_sigma_m) {
+    const double size = std::max(g.width_m(), g.depth_m());
+    return std::max(size, std::min(automatic_sigma_m, 10 * size));
 }
 
 /// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
-/// in m up to longest_smoothing_m, or `auto` (left < 0, for the caller's
-/// default).
-void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, const RunConfig& c, double& eps_r_m,
+/// in m up to `longest` (longest_smoothing_m), or `auto` (left < 0, for the
+/// caller's default).
+void read_smoothing(const YAML::Node& n, const Reader& r, const std::string& path, double longest, double& eps_r_m,
                     double& sigma_m) {
-    const double longest = longest_smoothing_m(c);
     auto length = [&](const YAML::Node& v, const std::string& key) {
         return is_auto(v) ? -1.0 : r.number(v, key, 0, longest);
     };
@@ -577,9 +576,10 @@ void read_scan(const YAML::Node& n, const Reader& r, const std::string& path, co
                                                                          : "eps_r"));
 }
 
-/// Stage `i` of a campaign's list (`n`), named uniquely among `earlier`.
+/// Stage `i` of a campaign's list (`n`), named uniquely among `earlier`;
+/// its smoothing at most `longest_smoothing` m.
 StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p, std::size_t i, const RunConfig& c,
-                     const std::vector<StageSpec>& earlier) {
+                     const std::vector<StageSpec>& earlier, double longest_smoothing) {
     const std::string sp = fmt::format("{}.stages[{}]", p, i);
     r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
                   "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
@@ -611,7 +611,7 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
     if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
     if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
-    if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", c, st.smoothing_m, st.smoothing_sigma_m);
+    if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", longest_smoothing, st.smoothing_m, st.smoothing_sigma_m);
     if (n["method"])
         st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
     if (n["flood"]) {
@@ -730,7 +730,9 @@ void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, con
                               const RunConfig& c, const AutomaticSettings& automatic, double wavelength,
                               InversionSpec& s) {
     s.smoothing_m = s.smoothing_sigma_m = -1;
-    if (smoothing) read_smoothing(smoothing, r, p + ".smoothing", c, s.smoothing_m, s.smoothing_sigma_m);
+    if (smoothing)
+        read_smoothing(smoothing, r, p + ".smoothing", longest_smoothing_m(c.grid, automatic.smoothing_sigma_m),
+                       s.smoothing_m, s.smoothing_sigma_m);
     const std::string full_band =
         auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
     if (s.smoothing_m < 0) {
@@ -833,11 +835,12 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
-    for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i) {
-        s.stages.push_back(read_stage(stages[i], r, p, i, c, s.stages));
-    }
-    // total variation, its weight per wavelength over the model's area
+    // the automatic lengths and total variation's weight per wavelength over the model's area
     const AutomaticSettings automatic = automatic_settings(wavelength, c.grid);
+    for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i) {
+        s.stages.push_back(read_stage(stages[i], r, p, i, c, s.stages,
+                                      longest_smoothing_m(c.grid, automatic.smoothing_sigma_m)));
+    }
     read_inversion_regularization(inv["regularization"], r, p, automatic, s);
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
