@@ -320,6 +320,44 @@ TEST(TimeStepping, SubStepsWhenDtExceedsTheLimit) {
     EXPECT_DOUBLE_EQ(t.dt_internal, s.dt / 3);
 }
 
+// A kernel far longer than the lines (a smoothing length the memory of a
+// kernel stored whole could not hold) costs no more than the line: its mass
+// past the ends is worked out in closed form. Past about 2^18 nodes it
+// switches from the term-by-term sum to the closed form, and the two agree
+// across the switch; at 1e30 nodes, extended edges give each line the mean
+// of its end values, and zero edges give nothing.
+TEST(Smoothing, AKernelFarLongerThanTheLineNeedsOnlyTheLine) {
+    const int nz = 6, nx = 9;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    Array2D a(nz, nx);
+    for (double& v : a.values()) v = u(rng);
+    // three lengths a node apart, the last past the switch: the closed form
+    // continues the summed results' trend (their second difference is the
+    // closed form's error and the rounding of 2^20 terms summed one by one,
+    // about 1e-13; the trend itself is 4e-11 a node)
+    const double switch_s = (1 << 20) / 4.0;  // 4 s terms past which the closed form takes over
+    Array2D before = a, summed = a, closed = a;
+    smooth_gaussian(before, switch_s - 1, switch_s - 1, SmoothingEdges::extend);
+    smooth_gaussian(summed, switch_s, switch_s, SmoothingEdges::extend);
+    smooth_gaussian(closed, switch_s + 1, switch_s + 1, SmoothingEdges::extend);
+    for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_NEAR(closed.data()[i] - summed.data()[i], summed.data()[i] - before.data()[i], 1e-12) << "node " << i;
+
+    Array2D ends(nz, nx), got = a, zero = a;
+    for (int iz = 0; iz < nz; ++iz)
+        for (int ix = 0; ix < nx; ++ix) ends(iz, ix) = 0.5 * (a(iz, 0) + a(iz, nx - 1));
+    Array2D expected(nz, nx);
+    for (int iz = 0; iz < nz; ++iz)
+        for (int ix = 0; ix < nx; ++ix) expected(iz, ix) = 0.5 * (ends(0, ix) + ends(nz - 1, ix));
+    smooth_gaussian(got, 1e30, 1e30, SmoothingEdges::extend);
+    smooth_gaussian(zero, 1e30, 1e30, SmoothingEdges::zero);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NEAR(got.data()[i], expected.data()[i], 1e-12) << "node " << i;
+        EXPECT_NEAR(zero.data()[i], 0.0, 1e-12) << "node " << i;
+    }
+}
+
 }  // namespace
 }  // namespace gprfwi
 

@@ -50,13 +50,56 @@ std::vector<char> nodes_in_regions(const Grid& g, const std::vector<ModelRegion>
 
 namespace {
 
-std::vector<double> gaussian_kernel(double s) {
-    const int half = static_cast<int>(std::ceil(4 * s));
-    std::vector<double> k(2 * half + 1);
-    double sum = 0;
-    for (int i = -half; i <= half; ++i) sum += k[i + half] = std::exp(-0.5 * i * i / (s * s));
-    for (double& v : k) v /= sum;
-    return k;
+/// A Gaussian kernel of standard deviation `s` nodes reaching 4 s, summing
+/// to 1, for a line of `n` values: only its part over the line (offsets
+/// within n - 1) is stored, so that its memory follows the line whatever s.
+/// tail[m] is the kernel's mass before k[m] (offsets below -half included),
+/// m = 0 .. k.size(); the last entry, the whole kernel's sum.
+struct LineKernel {
+    std::vector<double> k;  // offsets -half .. half, half = min(ceil(4 s), n - 1)
+    std::vector<double> tail;
+};
+
+/// Past this many terms the kernel's mass past the line is worked out in
+/// closed form rather than term by term.
+constexpr double kKernelTermsSummed = 1 << 20;
+
+LineKernel gaussian_kernel(double s, int n) {
+    const double reach = std::ceil(4 * s);
+    const int half = static_cast<int>(std::min(reach, static_cast<double>(std::max(n - 1, 0))));
+    const auto term = [s](double i) { return std::exp(-0.5 * i * i / (s * s)); };
+    LineKernel g;
+    g.k.resize(2 * static_cast<std::size_t>(half) + 1);
+    g.tail.resize(g.k.size() + 2);
+    if (reach <= kKernelTermsSummed) {
+        // term by term, in order from -reach: the same sums as a kernel
+        // stored whole, whose parts past the line weigh the end values
+        const long r = static_cast<long>(reach);
+        double sum = 0;
+        for (long i = -r; i <= r; ++i) sum += term(static_cast<double>(i));
+        double before = 0;
+        for (long i = -r; i < -half; ++i) before += term(static_cast<double>(i)) / sum;
+        g.tail[0] = before;
+        for (int i = -half; i <= half; ++i) {
+            g.k[i + half] = term(i) / sum;
+            g.tail[i + half + 1] = g.tail[i + half] + g.k[i + half];
+        }
+        double total = g.tail[g.k.size()];
+        for (long i = half + 1; i <= r; ++i) total += term(static_cast<double>(i)) / sum;
+        g.tail.back() = total;
+        return g;
+    }
+    // far longer than any line: the terms past the line as the integral of
+    // the Gaussian over them (midpoint rule), exact to O(1 / s^2)
+    const double root2s = std::sqrt(2.0) * s;
+    const double past = s * std::sqrt(std::acos(-1.0) / 2) *
+                        (std::erf((reach + 0.5) / root2s) - std::erf((half + 0.5) / root2s));
+    double sum = 2 * past;
+    for (int i = -half; i <= half; ++i) sum += g.k[i + half] = term(i);
+    g.tail[0] = past / sum;
+    for (std::size_t m = 0; m < g.k.size(); ++m) g.tail[m + 1] = g.tail[m] + (g.k[m] /= sum);
+    g.tail.back() = g.tail[g.k.size()] + past / sum;
+    return g;
 }
 
 /// Lines smoothed at once: adjacent lines are adjacent in memory along
@@ -67,8 +110,7 @@ constexpr int kLinesPerBlock = 32;
 /// Convolves `lines` (at most kLinesPerBlock) lines of `n` values each:
 /// value i of line b is v[i * along + b * across]. Only the kernel's part
 /// over the line is summed term by term; with edges extended, the parts
-/// beyond the ends weigh the end values by their sums (`tail`: prefix sums of
-/// k), so that a kernel longer than the line costs no more than the line.
+/// beyond the ends weigh the end values by their masses (`tail`), so that a kernel longer than the line costs no more than the line.
 /// Each output is summed in the same order whatever the block.
 void convolve_lines(double* v, int n, std::ptrdiff_t along, std::ptrdiff_t across, int lines,
                     const std::vector<double>& k, const std::vector<double>& tail, SmoothingEdges edges,
@@ -83,7 +125,7 @@ void convolve_lines(double* v, int n, std::ptrdiff_t along, std::ptrdiff_t acros
     for (int i = 0; i < n; ++i) {
         const int lo = std::max(-half, -i), hi = std::min(half, n - 1 - i);
         double acc[L] = {};
-        if (edges == SmoothingEdges::extend) {  // k[0 .. lo + half) beyond the start
+        if (edges == SmoothingEdges::extend) {  // the mass before k[lo + half], beyond the start
             const double t = tail[lo + half];
             for (int b = 0; b < L; ++b) acc[b] += t * first[b];
         }
@@ -100,20 +142,12 @@ void convolve_lines(double* v, int n, std::ptrdiff_t along, std::ptrdiff_t acros
     }
 }
 
-/// tail[m] = k[0] + ... + k[m - 1], m = 0 .. k.size().
-std::vector<double> prefix_sums(const std::vector<double>& k) {
-    std::vector<double> tail(k.size() + 1, 0.0);
-    for (std::size_t m = 0; m < k.size(); ++m) tail[m + 1] = tail[m] + k[m];
-    return tail;
-}
-
 }  // namespace
 
 void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes, SmoothingEdges edges) {
     // blocks of lines are independent: they run in parallel, each thread with its own copy of its block
     auto pass = [&](double s, int n, std::ptrdiff_t along, std::ptrdiff_t across, int count) {
-        const auto k = gaussian_kernel(s);
-        const auto tail = prefix_sums(k);
+        const LineKernel g = gaussian_kernel(s, n);
         const int blocks = (count + kLinesPerBlock - 1) / kLinesPerBlock;
 #pragma omp parallel
         {
@@ -121,7 +155,7 @@ void smooth_gaussian(double* a, int nz, int nx, double sx_nodes, double sz_nodes
 #pragma omp for schedule(static)
             for (int blk = 0; blk < blocks; ++blk) {
                 const int b0 = blk * kLinesPerBlock;
-                convolve_lines(a + b0 * across, n, along, across, std::min(kLinesPerBlock, count - b0), k, tail, edges, work);
+                convolve_lines(a + b0 * across, n, along, across, std::min(kLinesPerBlock, count - b0), g.k, g.tail, edges, work);
             }
         }
     };
