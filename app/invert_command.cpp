@@ -5,13 +5,17 @@
 // evaluation in flight and exit with code 3; --resume continues.
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "commands.hpp"
@@ -117,6 +121,32 @@ void run_invert(const InvertArgs& a) {
     spdlog::info("wrote {}/history.csv, {}/model_final.h5 (+ .xdmf){}", dir, dir, spec.save_models ? ", models/" : "");
 }
 
+/// The option families of PETSc that an inversion reads (its solver, line
+/// search, Krylov method and preconditioner, logging and debugging).
+constexpr std::array<std::string_view, 11> kPetscOptionFamilies = {
+    "tao_", "ksp_", "pc_", "log_", "options_", "malloc", "info", "fp_trap", "on_error_", "help", "version"};
+
+/// Arguments after the run file go to PETSc as they are. PETSc ignores an
+/// option it does not know, so a mistyped option of ours (`-s` for `--set`)
+/// would run a whole campaign without it: each argument must be an option of
+/// a family above, or a value following one.
+void check_petsc_extras(const std::vector<std::string>& extras) {
+    const auto is_value = [](const std::string& s) {  // a word, or a number such as -1e-3
+        return s.rfind('-', 0) != 0 || (s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.'));
+    };
+    for (std::size_t i = 0; i < extras.size(); ++i) {
+        const std::string& e = extras[i];
+        const bool option = !is_value(e) && e.rfind("--", 0) != 0 &&
+                            std::any_of(kPetscOptionFamilies.begin(), kPetscOptionFamilies.end(),
+                                        [&](std::string_view f) { return e.compare(1, f.size(), f) == 0; });
+        if (option || (i > 0 && is_value(e) && !is_value(extras[i - 1]))) continue;
+        throw ConfigError(fmt::format(
+            "unexpected argument '{}': arguments after the run file go to PETSc, whose options here begin -{}; "
+            "a run-file key is changed with --set key=value",
+            e, fmt::join(kPetscOptionFamilies, ", -")));
+    }
+}
+
 }  // namespace
 
 void add_invert_command(CLI::App& app) {
@@ -128,8 +158,7 @@ void add_invert_command(CLI::App& app) {
     cmd->allow_extras();  // -tao_* options may also be given as they are
     cmd->callback([a, cmd] {
         a->extras = cmd->remaining();
-        if (!a->extras.empty() && a->extras.front().rfind("-", 0) != 0)
-            throw ConfigError(fmt::format("unexpected argument '{}' (PETSc options start with -)", a->extras.front()));
+        check_petsc_extras(a->extras);
         run_invert(*a);
     });
 }

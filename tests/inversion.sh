@@ -2,7 +2,8 @@
 # The inversion regression (np = 2, CPU): the misfit over the full band falls
 # by at least 95%, the relative L2 error of eps_r by at least 50% and of sigma
 # by at least 30%; np = 1 gives the same history to rounding; a run stopped by
-# SIGUSR1 exits with code 3 and, resumed, ends with every iteration exactly once.
+# SIGUSR1 exits with code 3 and, resumed, ends with every iteration exactly once;
+# an argument after the run file that no PETSc option family takes is refused.
 # Usage: inversion.sh GPRFWI DATA_DIR WORK_DIR
 set -eu
 gprfwi=$1
@@ -10,6 +11,12 @@ gprfwi=$1
 prepare "$3" "$2" inversion_truth.yaml inversion_campaign.yaml
 
 $mpi -np 1 "$gprfwi" forward inversion_truth.yaml -o truth
+# an argument after the run file that is no PETSc option (a mistyped --set) is refused before any work
+if "$gprfwi" invert inversion_campaign.yaml -s inversion.reg=none -o typo > typo.log 2>&1; then
+  cat typo.log; echo "FAIL: invert ran with '-s' for '--set'"; exit 1
+fi
+grep -q "unexpected argument '-s'.*--set key=value" typo.log || { cat typo.log; echo "FAIL: no message naming '-s'"; exit 1; }
+test ! -e typo/history.csv || { echo "FAIL: the refused run wrote typo/history.csv"; exit 1; }
 $mpi -np 2 "$gprfwi" invert inversion_campaign.yaml -o np2
 $mpi -np 1 "$gprfwi" invert inversion_campaign.yaml -o np1 > np1.log 2>&1 || { cat np1.log; exit 1; }
 
