@@ -747,6 +747,9 @@ inversion:
         EXPECT_EQ(inv["regularization"]["sigma_share_follows_sensitivity"].as<bool>(), true);
         EXPECT_EQ(inv["taper"]["radius"].as<double>(), automatic.inversion.taper_radius_m);
         EXPECT_EQ(inv["bounds"]["sigma"][1].as<double>(), 0.05);
+        // each number in the shortest text that reads back to it (yaml-cpp's own writes 0.05 as 0.050000000000000003)
+        EXPECT_EQ(YAML::Dump(inv["bounds"]["sigma"][1]), "0.05");
+        EXPECT_EQ(YAML::Dump(docs[1]["grid"]["dx"]), "0.02");
         EXPECT_EQ(inv["misfit"].as<std::string>(), "relative");
         ASSERT_EQ(inv["auto"].size(), automatic.inversion.defaults.size());
         EXPECT_EQ(inv["auto"][0].as<std::string>(), automatic.inversion.defaults[0]);

@@ -942,28 +942,46 @@ Campaign load_campaign(const std::string& path, const std::vector<std::string>& 
     return c;
 }
 
+namespace {
+
+/// Numbers as the shortest text that reads back to them: yaml-cpp writes
+/// doubles at 17 significant digits (0.1 as 0.10000000000000001).
+std::string shortest(double v) {
+    if (std::isnan(v)) return ".nan";
+    if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+    return fmt::format("{}", v);
+}
+
+std::vector<std::string> shortest(std::initializer_list<double> values) {
+    std::vector<std::string> out;
+    for (const double v : values) out.push_back(shortest(v));
+    return out;
+}
+
+}  // namespace
+
 std::string Campaign::record(const std::vector<std::string>& overrides) const {
     const InversionSpec& s = inversion;
     const auto regularization = [](YAML::Emitter& e, const RegularizationSpec& r) {
-        e << YAML::Flow << YAML::BeginMap << YAML::Key << "tikhonov" << YAML::Value << r.tikhonov << YAML::Key << "tv"
-          << YAML::Value << r.tv << YAML::Key << "tv_beta" << YAML::Value << r.tv_beta << YAML::EndMap;
+        e << YAML::Flow << YAML::BeginMap << YAML::Key << "tikhonov" << YAML::Value << shortest(r.tikhonov) << YAML::Key << "tv"
+          << YAML::Value << shortest(r.tv) << YAML::Key << "tv_beta" << YAML::Value << shortest(r.tv_beta) << YAML::EndMap;
     };
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "inversion" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "bounds" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value
-      << YAML::Flow << std::vector<double>{s.eps_r_min, s.eps_r_max} << YAML::Key << "sigma" << YAML::Value
-      << YAML::Flow << std::vector<double>{s.sigma_min, s.sigma_max} << YAML::EndMap;
+      << YAML::Flow << shortest({s.eps_r_min, s.eps_r_max}) << YAML::Key << "sigma" << YAML::Value
+      << YAML::Flow << shortest({s.sigma_min, s.sigma_max}) << YAML::EndMap;
     e << YAML::Key << "misfit" << YAML::Value << to_string(s.misfit);
     e << YAML::Key << "stages" << YAML::Value << YAML::Load(detail::stages_written_out(s.stages));
     e << YAML::Key << "smoothing" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value
-      << s.smoothing_m << YAML::Key << "sigma" << YAML::Value << s.smoothing_sigma_m << YAML::EndMap;
+      << shortest(s.smoothing_m) << YAML::Key << "sigma" << YAML::Value << shortest(s.smoothing_sigma_m) << YAML::EndMap;
     e << YAML::Key << "regularization" << YAML::Value << YAML::BeginMap << YAML::Key << "eps_r" << YAML::Value;
     regularization(e, s.regularize_eps_r);
     e << YAML::Key << "sigma" << YAML::Value;
     regularization(e, s.regularize_sigma);
     e << YAML::Key << "sigma_share_follows_sensitivity" << YAML::Value << s.sigma_tv_follows_sensitivity << YAML::EndMap;
     e << YAML::Key << "taper" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "radius" << YAML::Value
-      << s.taper_radius_m << YAML::EndMap;
+      << shortest(s.taper_radius_m) << YAML::EndMap;
     e << YAML::Key << "auto" << YAML::Value << YAML::BeginSeq;
     for (const std::string& d : s.defaults) e << d;
     e << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
@@ -1033,14 +1051,14 @@ std::string RunConfig::record(const std::vector<std::string>& overrides) const {
 std::string RunConfig::resolved() const {
     const auto range = [](const Array2D& a) {
         const auto [lo, hi] = std::minmax_element(a.values().begin(), a.values().end());
-        return std::vector<double>{*lo, *hi};
+        return shortest({*lo, *hi});
     };
     const PropagatorOptions& o = propagator;
     YAML::Emitter e;
     e << YAML::BeginMap;
     e << YAML::Key << "grid" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "nx" << YAML::Value << grid.nx
-      << YAML::Key << "nz" << YAML::Value << grid.nz << YAML::Key << "dx" << YAML::Value << grid.dx << YAML::Key << "dz"
-      << YAML::Value << grid.dz << YAML::EndMap;
+      << YAML::Key << "nz" << YAML::Value << grid.nz << YAML::Key << "dx" << YAML::Value << shortest(grid.dx) << YAML::Key << "dz"
+      << YAML::Value << shortest(grid.dz) << YAML::EndMap;
     e << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "built" << YAML::Value << model_summary
       << YAML::Key << "eps_r_range" << YAML::Value << YAML::Flow << range(model.eps_r) << YAML::Key << "sigma_range"
       << YAML::Value << YAML::Flow << range(model.sigma) << YAML::Key << "mu_r_range" << YAML::Value << YAML::Flow
@@ -1060,8 +1078,8 @@ std::string RunConfig::resolved() const {
     e << YAML::Key << "pml" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "left" << YAML::Value
       << o.cpml.widths.left << YAML::Key << "right" << YAML::Value << o.cpml.widths.right << YAML::Key << "top"
       << YAML::Value << o.cpml.widths.top << YAML::Key << "bottom" << YAML::Value << o.cpml.widths.bottom << YAML::Key
-      << "reflection" << YAML::Value << o.cpml.reflection << YAML::Key << "power" << YAML::Value << o.cpml.power
-      << YAML::Key << "kappa_max" << YAML::Value << o.cpml.kappa_max << YAML::EndMap;
+      << "reflection" << YAML::Value << shortest(o.cpml.reflection) << YAML::Key << "power" << YAML::Value << shortest(o.cpml.power)
+      << YAML::Key << "kappa_max" << YAML::Value << shortest(o.cpml.kappa_max) << YAML::EndMap;
     e << YAML::Key << "snapshots" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "interval"
       << YAML::Value << o.snapshots.interval << YAML::Key << "compression" << YAML::Value
       << to_string(o.snapshots.compression) << YAML::Key << "storage" << YAML::Value << to_string(o.snapshots.storage)
@@ -1070,7 +1088,7 @@ std::string RunConfig::resolved() const {
     e << YAML::EndMap;
     if (noise.enabled())
         e << YAML::Key << "noise" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "snr_db" << YAML::Value
-          << noise.snr_db << YAML::Key << "std" << YAML::Value << noise.std_vm << YAML::Key << "seed" << YAML::Value
+          << shortest(noise.snr_db) << YAML::Key << "std" << YAML::Value << shortest(noise.std_vm) << YAML::Key << "seed" << YAML::Value
           << noise.seed << YAML::EndMap;
     e << YAML::Key << "data" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "observed" << YAML::Value
       << observed.describe() << YAML::EndMap;
