@@ -34,9 +34,9 @@ double minimum(const Array2D& a) { return *std::min_element(a.values().begin(), 
 double maximum(const Array2D& a) { return *std::max_element(a.values().begin(), a.values().end()); }
 
 void run_check(const CheckArgs& a) {
-    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    const RunConfig c = load_run_file(a.run);
     std::optional<InversionSpec> inversion;
-    if (c.has_inversion) inversion = load_campaign(a.run.run_file, a.run.overrides).inversion;
+    if (c.has_inversion) inversion = load_campaign_file(a.run).inversion;
     if (!parallel::is_root()) return;
     const PropagatorOptions& o = c.propagator;
     const PaddedGrid g(c.grid, o.cpml.widths);

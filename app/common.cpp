@@ -28,6 +28,18 @@ void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required) {
 
 std::string output_dir(const RunArgs& args, const RunConfig& c) { return args.output_dir.empty() ? c.output_dir : args.output_dir; }
 
+RunConfig load_run_file(const RunArgs& args) {
+    RunConfig c = load_run_config(args.run_file, args.overrides);
+    c.output_dir = output_dir(args, c);
+    return c;
+}
+
+Campaign load_campaign_file(const RunArgs& args) {
+    Campaign c = load_campaign(args.run_file, args.overrides);
+    c.run.output_dir = output_dir(args, c.run);
+    return c;
+}
+
 void make_output_dir(const std::string& dir, const std::string& largest_name, std::uint64_t largest_bytes) {
     parallel::collectively([&] {
         if (!parallel::is_root()) return;

@@ -27,6 +27,12 @@ void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required);
 /// The output folder: --output, else output.dir.
 std::string output_dir(const RunArgs& args, const RunConfig& c);
 
+/// The run file with --set applied and --output as its output.dir, so that
+/// what a run records as resolved (RunConfig::record) is the folder it used.
+RunConfig load_run_file(const RunArgs& args);
+/// The same for a campaign.
+Campaign load_campaign_file(const RunArgs& args);
+
 /// Creates the output folder on the root rank (after the inputs are known
 /// good), collectively, so every rank learns if it failed; and, before any
 /// computation, checks that the folder has room for `largest_bytes` in a

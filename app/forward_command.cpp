@@ -46,7 +46,7 @@ void run_forward(const ForwardArgs& a) {
     std::string dir, config_text, description = "gprfwi forward: built-in example";
     if (!a.run.run_file.empty()) {
         // everything is validated before anything is written
-        const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+        const RunConfig c = load_run_file(a.run);
         model = c.model;
         survey = c.survey();
         opt = c.propagator;

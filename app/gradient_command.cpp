@@ -28,7 +28,7 @@ namespace gprfwi::app {
 namespace {
 
 void run_gradient(const RunArgs& a) {
-    const RunConfig c = load_run_config(a.run_file, a.overrides);
+    const RunConfig c = load_run_file(a);
     if (c.observed.file.empty())
         throw ConfigError(fmt::format("{}: data.observed: the gradient command needs observed data (HDF5 or SEG-Y traces)", c.file));
     const Survey survey = c.survey();

@@ -59,7 +59,7 @@ std::string run_record(const Campaign& c, const std::string& petsc_options, cons
 }
 
 void run_invert(const InvertArgs& a) {
-    const Campaign c = load_campaign(a.run.run_file, a.run.overrides);
+    const Campaign c = load_campaign_file(a.run);
     const RunConfig& run = c.run;
     const InversionSpec& spec = c.inversion;
     const Survey survey = run.survey();

@@ -52,7 +52,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 void run_born(const SecondOrderArgs& a) {
-    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    const RunConfig c = load_run_file(a.run);
     const Survey survey = c.survey();
     const ModelDirection dm = read_direction(a.direction, c.grid);
     PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);
@@ -84,7 +84,7 @@ void run_born(const SecondOrderArgs& a) {
 }
 
 void run_hessian(const SecondOrderArgs& a) {
-    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    const RunConfig c = load_run_file(a.run);
     if (c.observed.file.empty())
         throw ConfigError(fmt::format("{}: data.observed: the hessian command needs observed data (HDF5 or SEG-Y traces)", c.file));
     const Survey survey = c.survey();

@@ -99,12 +99,12 @@ Model amplitude_tomography(const TomographyArgs& a, InversionSpec spec, Distribu
 }
 
 void run_tomography(const TomographyArgs& a) {
-    const RunConfig c = load_run_config(a.run.run_file, a.run.overrides);
+    const RunConfig c = load_run_file(a.run);
     if (c.observed.file.empty())
         throw ConfigError(fmt::format("{}: data.observed: the tomography command needs observed data (HDF5 or SEG-Y "
                                       "traces)", c.file));
     InversionSpec spec;  // the campaign's bounds where the run file has them
-    if (c.has_inversion) spec = load_campaign(a.run.run_file, a.run.overrides).inversion;
+    if (c.has_inversion) spec = load_campaign_file(a.run).inversion;
     spec.lbfgs_history = 0;  // TAO's own: the campaigns' memory was chosen on full-waveform stages
     const Survey survey = c.survey();
     const PropagatorOptions opt = fix_survey_wide_options(c.propagator, c.model, survey);

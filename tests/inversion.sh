@@ -19,6 +19,8 @@ grep -q "unexpected argument '-s'.*--set key=value" typo.log || { cat typo.log; 
 test ! -e typo/history.csv || { echo "FAIL: the refused run wrote typo/history.csv"; exit 1; }
 $mpi -np 2 "$gprfwi" invert inversion_campaign.yaml -o np2
 $mpi -np 1 "$gprfwi" invert inversion_campaign.yaml -o np1 > np1.log 2>&1 || { cat np1.log; exit 1; }
+# the run's record names the folder it wrote to (-o), not the run file's output.dir
+grep -q "^output: {dir: np2," np2/run-info.txt || { cat np2/run-info.txt; echo "FAIL: run-info.txt does not name np2"; exit 1; }
 
 # full-band L2 misfit of the starting and the final model, by `gprfwi gradient`
 misfit() {
