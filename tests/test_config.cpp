@@ -425,7 +425,8 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // `inversion.flood: auto` floods the campaigns whose antennas all lie above
 // the inverted region (the suite's surface profiles): the low band, the low
 // band again from its model flooded for kAutoFloodIterations, then the full
-// band of eps_r alone for kAutoFloodedFullBandIterations; the campaigns with
+// band of eps_r alone for kAutoFloodedFullBandIterations, smoothed over
+// kAutoFloodedFullBandSmoothingShare of its automatic length; the campaigns with
 // antennas in the ground (crosshole, surface to borehole) keep the two
 // stages. `flood` on a listed stage needs a stage before it, and
 // `inversion.flood` automatic stages.
@@ -445,11 +446,19 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_EQ(st[1].min_relative_decrease, st[0].min_relative_decrease);
             EXPECT_EQ(st[2].iterations, kAutoFloodedFullBandIterations);
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
+            EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFloodedFullBandSmoothingShare * kAutoFullBandSmoothingShare *
+                                                    c.inversion.smoothing_m) << name;
             const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=false"});
-            EXPECT_EQ(off.inversion.stages.size(), 2u) << name;
+            ASSERT_EQ(off.inversion.stages.size(), 2u) << name;
+            EXPECT_DOUBLE_EQ(off.inversion.stages[1].smoothing_m, kAutoFullBandSmoothingShare * off.inversion.smoothing_m);
+            // a campaign's own smoothing stays the full band's, flooded or not
+            const Campaign own = load_campaign(suite + name + "/campaign.yaml", {"inversion.smoothing={eps_r: 0.1, sigma: 0.2}"});
+            ASSERT_EQ(own.inversion.stages.size(), 3u) << name;
+            EXPECT_LT(own.inversion.stages[2].smoothing_m, 0.0) << "the campaign's smoothing";
         } else {
             ASSERT_EQ(st.size(), 2u) << name;
             EXPECT_FALSE(st[0].flood || st[1].flood) << name;
+            EXPECT_DOUBLE_EQ(st[1].smoothing_m, kAutoFullBandSmoothingShare * c.inversion.smoothing_m) << name;
             const Campaign on = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=true"});
             EXPECT_EQ(on.inversion.stages.size(), 3u) << name;
         }

@@ -257,6 +257,12 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 /// once the flood has placed the layers the full band's model drifts from
 /// the truth as its misfit keeps falling (docs/inversion.md, "Flooding").
 inline constexpr int kAutoFloodedFullBandIterations = 40;
+/// With flooding, the full band smooths eps_r by this share of the full
+/// band's automatic length (kAutoFullBandSmoothingShare of the low band's):
+/// its traces are reflections, which the full band fits with eps_r
+/// structure that is not the ground's, and a longer length puts that
+/// structure into the layers' wavelength (docs/inversion.md, "Flooding").
+inline constexpr double kAutoFloodedFullBandSmoothingShare = 0.5;
 /// With flooding, the flood stage's iterations (the low band's stopping rule
 /// still applies): it starts from a model whose layers below the reflectors
 /// are new to the data, and its misfit and model keep improving long after the

@@ -656,8 +656,13 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     StageSpec& full = s.stages.back();
     full.iterations = kAutoFloodedFullBandIterations;
     full.invert_sigma = false;
-    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone",
-                                     flooded.iterations, full.iterations));
+    const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
+    if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
+    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone{}",
+                                     flooded.iterations, full.iterations,
+                                     auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
+                                                                  full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
+                                                    : ""));
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
