@@ -654,12 +654,15 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     flooded.iterations = kAutoFloodIterations;
     s.stages.insert(s.stages.begin() + 1, flooded);
     StageSpec& full = s.stages.back();
-    full.iterations = kAutoFloodedFullBandIterations;
+    const bool multi_offset =
+        std::any_of(c.shots.begin(), c.shots.end(), [](const ShotSpec& shot) { return shot.receivers.size() > 1; });
+    full.iterations = multi_offset ? kAutoFloodedMultiOffsetFullBandIterations : kAutoFloodedFullBandIterations;
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
-    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone{}",
+    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone ({}){}",
                                      flooded.iterations, full.iterations,
+                                     multi_offset ? "shots recording at several offsets" : "one trace a shot",
                                      auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
                                                                   full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
                                                     : ""));
