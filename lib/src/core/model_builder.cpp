@@ -110,7 +110,8 @@ constexpr int kLinesPerBlock = 32;
 /// Convolves `lines` (at most kLinesPerBlock) lines of `n` values each:
 /// value i of line b is v[i * along + b * across]. Only the kernel's part
 /// over the line is summed term by term; with edges extended, the parts
-/// beyond the ends weigh the end values by their masses (`tail`), so that a kernel longer than the line costs no more than the line.
+/// beyond the ends weigh the end values by their masses (`tail`), so that a
+/// kernel longer than the line costs no more than the line.
 /// Each output is summed in the same order whatever the block.
 void convolve_lines(double* v, int n, std::ptrdiff_t along, std::ptrdiff_t across, int lines,
                     const std::vector<double>& k, const std::vector<double>& tail, SmoothingEdges edges,
