@@ -114,7 +114,7 @@ void run_check(const CheckArgs& a) {
         // what the run file left to auto, as invert logs it (the stages among them written out as a list)
         for (const std::string& d : inversion->defaults) fmt::print("    inversion.{}\n", d);
     }
-    fmt::print("  output    {}\n", output_dir(a.run, c));
+    fmt::print("  output    {}\n", c.output_dir);
 }
 
 }  // namespace

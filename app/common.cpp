@@ -26,17 +26,15 @@ void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required) {
     cmd.add_option("-o,--output", args.output_dir, "Output folder (overrides output.dir)");
 }
 
-std::string output_dir(const RunArgs& args, const RunConfig& c) { return args.output_dir.empty() ? c.output_dir : args.output_dir; }
-
 RunConfig load_run_file(const RunArgs& args) {
     RunConfig c = load_run_config(args.run_file, args.overrides);
-    c.output_dir = output_dir(args, c);
+    if (!args.output_dir.empty()) c.output_dir = args.output_dir;
     return c;
 }
 
 Campaign load_campaign_file(const RunArgs& args) {
     Campaign c = load_campaign(args.run_file, args.overrides);
-    c.run.output_dir = output_dir(args, c.run);
+    if (!args.output_dir.empty()) c.run.output_dir = args.output_dir;
     return c;
 }
 

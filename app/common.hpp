@@ -24,11 +24,9 @@ struct RunArgs {
 /// Adds RUN.yaml (required or not), --set and --output to a command.
 void add_run_options(CLI::App& cmd, RunArgs& args, bool run_file_required);
 
-/// The output folder: --output, else output.dir.
-std::string output_dir(const RunArgs& args, const RunConfig& c);
-
-/// The run file with --set applied and --output as its output.dir, so that
-/// what a run records as resolved (RunConfig::record) is the folder it used.
+/// The run file with --set applied and --output, where given, as its
+/// output.dir: the folder the command writes to, and what a run records as
+/// resolved (RunConfig::record).
 RunConfig load_run_file(const RunArgs& args);
 /// The same for a campaign.
 Campaign load_campaign_file(const RunArgs& args);

@@ -54,7 +54,7 @@ void run_forward(const ForwardArgs& a) {
         shots_per_batch = c.shots_per_batch;
         segy = c.output_segy;
         description = "gprfwi forward: " + c.file;
-        dir = output_dir(a.run, c);
+        dir = c.output_dir;
         config_text = c.record(a.run.overrides);
         spdlog::info("{}: {} x {} nodes ({}), {} shots, {} samples of {:.3g} s; wavelet {}", c.file, model.grid.nx,
                      model.grid.nz, c.model_summary, survey.shots.size(), survey.nt, survey.dt, c.wavelet_summary);

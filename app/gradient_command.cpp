@@ -51,7 +51,7 @@ void run_gradient(const RunArgs& a) {
     spdlog::info("{}: {} x {} nodes ({}), {} shots over {} rank(s), {} samples; observed data {}; backend {}", c.file,
                  c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt, c.observed.describe(),
                  runner.propagator().name());
-    const std::string dir = output_dir(a, c);
+    const std::string& dir = c.output_dir;
     make_output_dir(dir, "gradient.h5", grid_file_bytes(c.grid, 2, c.record(a.overrides)));
     const auto t0 = std::chrono::steady_clock::now();
     const GradientResult g = runner.gradient(c.model, *misfit);

@@ -87,7 +87,7 @@ void run_invert(const InvertArgs& a) {
     PetscSession petsc(petsc_options);
     install_stop_signal_handlers();
 
-    const std::string dir = output_dir(a.run, run);
+    const std::string& dir = run.output_dir;
     const std::string config_text = c.record(a.run.overrides);
     make_output_dir(dir, "checkpoint.h5", checkpoint_file_bytes(spec, run.grid, config_text));
     const std::string record = run_record(c, petsc_options, config_text, runner.propagator().name());

@@ -61,7 +61,7 @@ void run_born(const SecondOrderArgs& a) {
     spdlog::info("{}: {} x {} nodes ({}), {} shots over {} rank(s), {} samples; perturbation {}; backend {}", c.file,
                  c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt,
                  a.direction, runner.propagator().name());
-    const std::string dir = output_dir(a.run, c);
+    const std::string& dir = c.output_dir;
     const std::string config = c.record(a.run.overrides);
     make_output_dir(dir, "born.h5", traces_file_bytes(survey, config));
     const auto t0 = std::chrono::steady_clock::now();
@@ -103,7 +103,7 @@ void run_hessian(const SecondOrderArgs& a) {
                  "Hessian; backend {}",
                  c.file, c.grid.nx, c.grid.nz, c.model_summary, survey.shots.size(), parallel::place().size, survey.nt,
                  c.observed.describe(), a.direction, name, runner.propagator().name());
-    const std::string dir = output_dir(a.run, c);
+    const std::string& dir = c.output_dir;
     const std::string config = c.record(a.run.overrides);
     make_output_dir(dir, "hessian.h5", grid_file_bytes(c.grid, 2, config));
     const auto t0 = std::chrono::steady_clock::now();

@@ -111,7 +111,7 @@ void run_tomography(const TomographyArgs& a) {
     DistributedRunner runner(survey, opt, c.shots_per_batch);
     const std::vector<std::size_t>& shots = runner.shots();
     const double f_dom = dominant_frequency(survey.shots.front().wavelet, survey.dt);
-    const std::string dir = output_dir(a.run, c);
+    const std::string& dir = c.output_dir;
 
     // first breaks: observed (picked, or read), and the calibration's in the starting model
     Picks observed_picks, observed_noise, observed_amplitudes;
