@@ -524,8 +524,9 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 /// likely a length in the wrong unit), or the longest automatic length
 /// (`automatic_sigma_m`) where that is longer (a model shorter than half a
 /// wavelength), so that the automatic stages written out read back; never
-/// more than ten times the model's size (the smoothing's kernel grows with
-/// its length).
+/// more than ten times the model's size (a length that far past the model
+/// is a unit mistake, whatever the wavelength; the kernel's memory no longer
+/// grows with it, smooth_gaussian storing only its part over each line).
 double longest_smoothing_m(const Grid& g, double automatic_sigma_m) {
     const double size = std::max(g.width_m(), g.depth_m());
     return std::max(size, std::min(automatic_sigma_m, 10 * size));
@@ -732,15 +733,13 @@ void read_wavelet_choices(const YAML::Node& inv, const YAML::Node& stages, const
                                                      "the data)", to_string(s.misfit)));
 }
 
-/// The updates' smoothing (`smoothing`): as given, or the automatic lengths
-/// (with automatic stages, a share of them in the full band's stage).
+/// The updates' smoothing (`smoothing`, at most `longest` m): as given, or
+/// the automatic lengths (with automatic stages, a share of them in the full
+/// band's stage).
 void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, const Reader& r, const std::string& p,
-                              const RunConfig& c, const AutomaticSettings& automatic, double wavelength,
-                              InversionSpec& s) {
+                              double longest, const AutomaticSettings& automatic, double wavelength, InversionSpec& s) {
     s.smoothing_m = s.smoothing_sigma_m = -1;
-    if (smoothing)
-        read_smoothing(smoothing, r, p + ".smoothing", longest_smoothing_m(c.grid, automatic.smoothing_sigma_m),
-                       s.smoothing_m, s.smoothing_sigma_m);
+    if (smoothing) read_smoothing(smoothing, r, p + ".smoothing", longest, s.smoothing_m, s.smoothing_sigma_m);
     const std::string full_band =
         auto_stages ? fmt::format(", {} of it in the full-band stage", kAutoFullBandSmoothingShare) : std::string();
     if (s.smoothing_m < 0) {
@@ -845,10 +844,9 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     }
     // the automatic lengths and total variation's weight per wavelength over the model's area
     const AutomaticSettings automatic = automatic_settings(wavelength, c.grid);
-    for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i) {
-        s.stages.push_back(read_stage(stages[i], r, p, i, c, s.stages,
-                                      longest_smoothing_m(c.grid, automatic.smoothing_sigma_m)));
-    }
+    const double longest_smoothing = longest_smoothing_m(c.grid, automatic.smoothing_sigma_m);
+    for (std::size_t i = 0; stages && stages.IsSequence() && i < stages.size(); ++i)
+        s.stages.push_back(read_stage(stages[i], r, p, i, c, s.stages, longest_smoothing));
     read_inversion_regularization(inv["regularization"], r, p, automatic, s);
     if (const YAML::Node sc = inv["scaling"]) {
         r.map(sc, p + ".scaling", {"eps_r", "sigma"});
@@ -886,7 +884,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     read_wavelet_choices(inv, stages, r, p, s);
     if (inv["wavelet_water_level"])
         s.wavelet_water_level = r.number(inv["wavelet_water_level"], p + ".wavelet_water_level", 0, 1, true);
-    read_inversion_smoothing(inv["smoothing"], !stages || is_auto(stages), r, p, c, automatic, wavelength, s);
+    read_inversion_smoothing(inv["smoothing"], !stages || is_auto(stages), r, p, longest_smoothing, automatic, wavelength, s);
     read_scan(inv["scan"], r, p + ".scan", c, f_dominant, s);
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
