@@ -523,13 +523,11 @@ RegularizationSpec read_regularization(const YAML::Node& n, const Reader& r, con
 /// (a longer one only averages the update over the model, and is more
 /// likely a length in the wrong unit), or the longest automatic length
 /// (`automatic_sigma_m`) where that is longer (a model shorter than half a
-/// wavelength), so that the automatic stages written out read back; never
-/// more than ten times the model's size (a length that far past the model
-/// is a unit mistake, whatever the wavelength; the kernel's memory no longer
-/// grows with it, smooth_gaussian storing only its part over each line).
+/// wavelength), so that the automatic stages written out read back however
+/// small the model is against its wavelength (smooth_gaussian stores only
+/// the kernel's part over each line, so a long length costs no memory).
 double longest_smoothing_m(const Grid& g, double automatic_sigma_m) {
-    const double size = std::max(g.width_m(), g.depth_m());
-    return std::max(size, std::min(automatic_sigma_m, 10 * size));
+    return std::max({g.width_m(), g.depth_m(), automatic_sigma_m});
 }
 
 /// `smoothing: L` (both parameters), or `{eps_r: L, sigma: L}`; a length
