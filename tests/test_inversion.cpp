@@ -683,6 +683,47 @@ TEST(Flood, StepsEachColumnBelowItsDeepestChange) {
     EXPECT_FALSE(survey_above_free_nodes({}, air, g));
 }
 
+// Below a near-surface layer whose own change since the start is the
+// column's largest (a topsoil slower than the start), the deepest band of
+// change is that layer's, while the deepest strong jump between the
+// change's extrema is the reflector below it: FloodBand::jump steps from
+// there, rising from the extremum above the jump. Wiggles under
+// kFloodJumpReversalShare of the column's change do not split a jump; a
+// side lobe below a band, which falls back short of the level the band
+// rose from, is not a jump of its own.
+TEST(Flood, JumpBandFindsTheReflectorBelowAChangedTopsoil) {
+    const Grid g{4, 14, 0.1, 0.1};
+    const Model reference = Model::uniform(g, 7.0, 0.004);
+    Model m = reference;
+    // column 1: topsoil 3 lower (least at row 4), then the reflector's band +0.6 at row 8
+    const double topsoil[] = {0, 0, -2.0, -2.5, -3.0, -2.8, -1.5, -0.5, 0.6, 0.5, 0.2, 0, 0, 0};
+    // column 2: a band of +3 at row 7 between side lobes of -1 (row 4) and -0.5 (row 9), with a wiggle
+    // of 0.05 on its upper flank (rows 5 and 6)
+    const double lobe[] = {0, 0, 0, -0.5, -1.0, 1.5, 1.45, 3.0, 1.0, -0.5, -0.2, 0, 0, 0};
+    for (int iz = 0; iz < g.nz; ++iz) {
+        m.eps_r(iz, 1) += topsoil[iz];
+        m.eps_r(iz, 2) += lobe[iz];
+    }
+    std::vector<double> weight(static_cast<std::size_t>(g.nx) * g.nz, 1.0);
+    for (int iz = 0; iz < 2; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) weight[static_cast<std::size_t>(iz) * g.nx + ix] = 0.0;  // the air
+    const std::vector<FloodColumn> change = flood_columns(m, reference, weight, FloodBand::change);
+    EXPECT_EQ(change[1], (FloodColumn{4, 2, -1}));  // the topsoil's band, from its top
+    const std::vector<FloodColumn> jump = flood_columns(m, reference, weight, FloodBand::jump);
+    EXPECT_EQ(jump[1], (FloodColumn{8, 7, 4}));  // -3 to +0.6 (rows 4 to 8); its middle, -1.2, between rows 6 and 7
+    EXPECT_EQ(jump[2], (FloodColumn{7, 5, 4}));  // -1 to +3, not the side lobe's fall back to -0.5; half: 1
+    for (int ix : {0, 3}) EXPECT_EQ(jump[ix].extremum, -1) << ix;
+    const Model f = flood_step(m, reference, jump, weight, 2.0, 1.0, 40.0, 0);
+    for (int iz = 0; iz < g.nz; ++iz) {
+        EXPECT_EQ(f.eps_r(iz, 1), iz < 7 ? m.eps_r(iz, 1) : 4.0 + 2.0 * (7.6 - 4.0)) << iz;
+        EXPECT_EQ(f.eps_r(iz, 2), iz < 5 ? m.eps_r(iz, 2) : 6.0 + 2.0 * (10.0 - 6.0)) << iz;
+    }
+    // a topsoil alone (no reflector below): its band is the jump from the reference, as the change's
+    Model alone = reference;
+    for (int iz = 2; iz < 8; ++iz) alone.eps_r(iz, 1) -= topsoil[iz] < -1.0 ? 2.0 : 1.0;
+    EXPECT_EQ(flood_columns(alone, reference, weight, FloodBand::jump)[1].above, -1);
+}
+
 // A flood goes ahead only where its best step fits the data at most
 // kFloodMisfitFactor times worse than the model it floods; never on a NaN.
 TEST(Flood, GoesAheadOnlyWhereItsStepFitsTheDataNearlyAsWell) {
@@ -1934,9 +1975,10 @@ TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
             EXPECT_EQ(r.model.eps_r.values(), before.eps_r.values());
         }
     }
-    // stopped while the flood is sized (the first stage and the flood's 13 step heights take 21
-    // evaluations) or within the flooding stage, resumed: the same choice, every iteration once
-    for (int stop_after : {12, 28}) {
+    // stopped while the flood is sized (the first stage and the flood's 13 step heights from each of
+    // its two bands take 34 evaluations) or within the flooding stage, resumed: the same choice,
+    // every iteration once
+    for (int stop_after : {12, 41}) {
         const std::string dir = scratch_dir(fmt::format("flood-resume-{}", stop_after));
         InversionSpec spec = quadratic_spec();
         spec.stages[1].flood = true;

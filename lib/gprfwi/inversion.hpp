@@ -54,8 +54,8 @@ struct StageSpec {
     double smoothing_sigma_m = -1;      // ... and of its sigma; < 0: InversionSpec::smoothing_sigma_m
     std::optional<InversionMethod> method;  // none: InversionSpec::method
     /// Start from the stage before's model flooded (flood_columns against the
-    /// campaign's starting model, then flood_step of the height whose model
-    /// fits this stage's data best), and keep what this stage ends
+    /// campaign's starting model, then flood_step of the band and height
+    /// whose model fits this stage's data best), and keep what this stage ends
     /// with only where its misfit is below that of the stage before's model
     /// in this stage's data; else go on from the stage before's model.
     bool flood = false;

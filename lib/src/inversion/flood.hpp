@@ -38,23 +38,55 @@ inline constexpr double kFloodMisfitFactor = 5.0;
 /// model whose misfit is `unflooded` (not where either is NaN).
 bool flood_fits(double flooded, double unflooded);
 
-/// A column's deepest band of change: its extremum's row and its top's, or
-/// -1 for a column the flood leaves.
+/// A column's band the flood steps from: its extremum's row, its top's, and
+/// the row whose eps_r the step rises from (-1: the reference's at the top),
+/// or an extremum of -1 for a column the flood leaves.
 struct FloodColumn {
-    int extremum = -1, top = -1;
+    int extremum = -1, top = -1, above = -1;
+    bool operator==(const FloodColumn&) const = default;
 };
 
-/// Each column's deepest band of eps_r change since `reference`, over the
-/// free nodes (is_free of their `weight`): the deepest node of at least
-/// kFloodBandShare of the column's largest change, moved up to the extremum
-/// of its band; the band's top kFloodFlankShare up its upper flank. Columns
-/// whose largest change is under kFloodColumnShare of the largest column's
+/// How a column's band is found (flood_columns).
+enum class FloodBand {
+    /// the deepest strong band of change since the start: a reflector's
+    /// image where the ground above it kept the start's value
+    change,
+    /// the deepest strong jump between the change's successive extrema down
+    /// the column: a reflector's image below a near-surface layer whose own
+    /// change since the start is larger (a topsoil slower or faster than
+    /// the start), where the band of change is that layer's
+    jump,
+};
+
+/// A reversal of a column's change counts as an extremum (FloodBand::jump)
+/// where it is at least this share of the column's largest change: smaller
+/// wiggles do not split a jump.
+inline constexpr double kFloodJumpReversalShare = 0.05;
+
+/// Each column's band to flood from, over the free nodes (is_free of their
+/// `weight`), of eps_r's change since `reference`.
+/// FloodBand::change: the deepest node of at least kFloodBandShare of the
+/// column's largest change, moved up to the extremum of its band; the
+/// band's top kFloodFlankShare up its upper flank; the step rises from the
+/// node above the top. Columns whose largest change is under
+/// kFloodColumnShare of the largest column's are left.
+/// FloodBand::jump: the column's extrema of change (reversals of at least
+/// kFloodJumpReversalShare of its largest change; the first measured from
+/// the reference, a change of 0) and the jumps between successive ones; the
+/// band is the deepest extremum reached by a jump of at least
+/// kFloodBandShare of the column's largest that passes the level the jump
+/// above it started from (one that falls back short of it is that band's
+/// ringing), its top kFloodFlankShare up that jump, and the step rises from
+/// the extremum before it. Columns
+/// whose largest jump is under kFloodColumnShare of the largest column's
 /// are left.
-std::vector<FloodColumn> flood_columns(const Model& model, const Model& reference, const std::vector<double>& weight);
+std::vector<FloodColumn> flood_columns(const Model& model, const Model& reference, const std::vector<double>& weight,
+                                       FloodBand band = FloodBand::change);
 
 /// `model` with each column's free nodes from its band's top down replaced
 /// by a step: eps_r = a + height (e - a), e the band's extremum and a the
-/// value just above the band (the reference's where that node is not free),
+/// value the step rises from (FloodColumn::above; the reference's at the
+/// top where that is -1),
 /// within [eps_r_min, eps_r_max]; sigma the extremum's; each column's step
 /// then the median of the flooded columns' within `lateral_columns` of it,
 /// so that a column whose band differs from its neighbours' (a side lobe, a

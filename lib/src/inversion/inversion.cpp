@@ -714,9 +714,11 @@ struct FloodStart {
 
 /// Before a flooding stage k (StageSpec::flood) begins: where the stage
 /// before it ended, written to its file (rank 0; a resume reads it back),
-/// and `model` flooded with the step height whose model fits the stage's
-/// data best (every height from kFloodLeastHeight to kFloodGreatestHeight in
-/// steps of kFloodHeightStep; one forward run each, collective); `model`
+/// and `model` flooded with the band (FloodBand: each column's deepest
+/// change, and its deepest jump in change where that differs) and step
+/// height whose model fits the stage's data best (every height from
+/// kFloodLeastHeight to kFloodGreatestHeight in steps of kFloodHeightStep;
+/// one forward run each, collective); `model`
 /// itself where that step fits the data more than kFloodMisfitFactor times
 /// worse than `model` (flood_fits); with `model`'s misfit in the stage's
 /// data, which settle_flood needs again after the stage.
@@ -727,7 +729,12 @@ FloodStart begin_flood(const Model& model, const Model& start, const std::vector
     parallel::collectively([&] {
         if (parallel::is_root()) write_model_h5(file, model, config);
     });
-    const std::vector<FloodColumn> columns = flood_columns(model, start, weight);
+    // the bands to flood from: each column's deepest change, and where they differ its deepest jump in
+    // change (a reflector below a near-surface layer that changed more); the data choose between them
+    std::vector<std::pair<const char*, std::vector<FloodColumn>>> bands{
+        {"deepest change", flood_columns(model, start, weight, FloodBand::change)}};
+    if (std::vector<FloodColumn> jumps = flood_columns(model, start, weight, FloodBand::jump); jumps != bands[0].second)
+        bands.emplace_back("deepest jump in change", std::move(jumps));
     // the steps' lateral median over the stage's eps_r smoothing length: what its updates resolve
     const int lateral = static_cast<int>(std::lround(smoothing_length(spec, stage, 0) / start.grid.dx));
     const auto t0 = std::chrono::steady_clock::now();
@@ -739,35 +746,39 @@ FloodStart begin_flood(const Model& model, const Model& start, const std::vector
     };
     std::optional<Model> best;
     double best_height = 0, best_j = HUGE_VAL;
+    const char* best_band = bands[0].first;
     std::string tried;
     const int steps = static_cast<int>(std::lround((kFloodGreatestHeight - kFloodLeastHeight) / kFloodHeightStep));
-    for (int i = 0; i <= steps; ++i) {
-        const double height = kFloodLeastHeight + i * kFloodHeightStep;
-        Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
-        const double j = objective.misfit(flooded, stage);
-        stop_if_asked();
-        tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
-        if (j < best_j) {  // (NaN never wins)
-            best_j = j, best_height = height;
-            best = std::move(flooded);
+    for (const auto& [band, columns] : bands) {
+        tried += fmt::format("{}from each column's {}: ", tried.empty() ? "" : "; ", band);
+        for (int i = 0; i <= steps; ++i) {
+            const double height = kFloodLeastHeight + i * kFloodHeightStep;
+            Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
+            const double j = objective.misfit(flooded, stage);
+            stop_if_asked();
+            tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
+            if (j < best_j) {  // (NaN never wins)
+                best_j = j, best_height = height, best_band = band;
+                best = std::move(flooded);
+            }
         }
     }
     if (!best) throw Error(fmt::format("stage {}: no step height of the flood gave a finite misfit ({})", stage.name, tried));
     const double unflooded = objective.misfit(model, stage);
     stop_if_asked();
     if (!flood_fits(best_j, unflooded)) {
-        spdlog::warn("stage {}: no flood: its best step (height {:.4g}) fits the data {:.3g} times worse than the model "
-                     "of the stage before it (misfit {:.6g} against {:.6g}; heights tried: {}; {:.1f} s), more than the "
-                     "{:.3g} times a flood of unseen ground allows: the band it floods from is not the deepest "
-                     "reflector; the stage goes on from that model unflooded",
-                     stage.name, best_height, best_j / unflooded, best_j, unflooded, tried, seconds_since(t0),
-                     kFloodMisfitFactor);
+        spdlog::warn("stage {}: no flood: its best step (height {:.4g} from each column's {}) fits the data {:.3g} "
+                     "times worse than the model of the stage before it (misfit {:.6g} against {:.6g}; heights tried "
+                     "{}; {:.1f} s), more than the {:.3g} times a flood of unseen ground allows: the band it floods "
+                     "from is not the deepest reflector; the stage goes on from that model unflooded",
+                     stage.name, best_height, best_band, best_j / unflooded, best_j, unflooded, tried,
+                     seconds_since(t0), kFloodMisfitFactor);
         return {model, unflooded};
     }
-    spdlog::info("stage {}: starts from the model of the stage before it with a step below each column's deepest "
-                 "change, of height {:.4g} (its misfit {:.6g} the least of the heights tried: {}; without the flood "
-                 "{:.6g}; {:.1f} s); wrote where that stage ended to {}",
-                 stage.name, best_height, best_j, tried, unflooded, seconds_since(t0), file);
+    spdlog::info("stage {}: starts from the model of the stage before it with a step below each column's {}, of "
+                 "height {:.4g} (its misfit {:.6g} the least of the heights tried {}; without the flood {:.6g}; {:.1f} "
+                 "s); wrote where that stage ended to {}",
+                 stage.name, best_band, best_height, best_j, tried, unflooded, seconds_since(t0), file);
     return {std::move(*best), unflooded};
 }
 
