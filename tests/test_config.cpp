@@ -426,7 +426,8 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // the inverted region (the suite's surface profiles): the low band, the low
 // band again from its model flooded for kAutoFloodIterations, then the full
 // band of eps_r alone for kAutoFloodedFullBandIterations (one trace a shot)
-// or kAutoFloodedMultiOffsetFullBandIterations (several offsets), smoothed over
+// or kAutoFloodedWideOffsetFullBandIterations (a shot's offsets spanning the
+// inverted ground's depth), smoothed over
 // kAutoFloodedFullBandSmoothingShare of its automatic length; the campaigns with
 // antennas in the ground (crosshole, surface to borehole) keep the two
 // stages. `flood` on a listed stage needs a stage before it, and
@@ -445,8 +446,9 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_EQ(st[1].max_frequency_hz, st[0].max_frequency_hz);
             EXPECT_EQ(st[1].iterations, kAutoFloodIterations);
             EXPECT_EQ(st[1].min_relative_decrease, st[0].min_relative_decrease);
-            // the multi-offset profile's shots record at 31 receivers, the common-offset one's at one
-            EXPECT_EQ(st[2].iterations, std::string(name) == "surface-multi-offset" ? kAutoFloodedMultiOffsetFullBandIterations
+            // the multi-offset profile's shots record on a fixed spread of 7.5 m over 2.45 m of ground,
+            // the common-offset one's at one offset
+            EXPECT_EQ(st[2].iterations, std::string(name) == "surface-multi-offset" ? kAutoFloodedWideOffsetFullBandIterations
                                                                                      : kAutoFloodedFullBandIterations) << name;
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
             EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFloodedFullBandSmoothingShare * kAutoFullBandSmoothingShare *
@@ -466,6 +468,22 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_EQ(on.inversion.stages.size(), 3u) << name;
         }
     }
+    // the count follows the span of a shot's offsets against the inverted ground's depth (2.475 m):
+    // a moving array of offsets 0.75 m apart sees the ground from about one angle, a fixed spread of
+    // four receivers or two offsets 2.5 m apart from several
+    const std::string profile = suite + "surface-common-offset/campaign.yaml";
+    auto full_band = [&](const std::string& file, const std::vector<std::string>& sets) {
+        return load_campaign(file, sets).inversion.stages.back().iterations;
+    };
+    EXPECT_EQ(full_band(profile, {"survey.surface.sources.to=6.5", "survey.surface.receivers.offsets=[0.5, 0.75, 1.0, 1.25]"}),
+              kAutoFloodedFullBandIterations);
+    EXPECT_EQ(full_band(profile, {"survey.surface.sources.to=4.5", "survey.surface.receivers.offsets=[0.5, 3.0]"}),
+              kAutoFloodedWideOffsetFullBandIterations);
+    EXPECT_EQ(full_band(suite + "surface-multi-offset/campaign.yaml", {"survey.surface.receivers.count=4"}),
+              kAutoFloodedWideOffsetFullBandIterations);
+    EXPECT_EQ(full_band(profile, {"survey.surface.sources.to=4.95", "survey.surface.receivers.offsets=[0.5, 2.8]"}),
+              kAutoFloodedFullBandIterations);  // 2.3 m: short of the depth
+
     const std::string base = suite + "surface-multi-offset/campaign.yaml";
     const std::string listed = "inversion.stages=[{name: a, parameters: [eps_r], iterations: 2}, "
                                "{name: b, parameters: [eps_r], iterations: 2, flood: true}]";

@@ -254,14 +254,15 @@ inline constexpr int kAutoFullBandIterations = 320;
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 /// With flooding, the full band's iterations, of eps_r alone (reflections
 /// hardly see sigma, whose fine structure the full band then drifts in):
-/// where each shot records one trace (a common-offset profile), the
-/// model drifts from the truth as the misfit keeps falling past these, one
-/// trace a position fitted by structure that is not the ground's; where
-/// shots record at several offsets, whose angles constrain the layers, the
+/// where the shots see the ground from about one angle (one trace a shot,
+/// or a few offsets close together), the model drifts from the truth as the
+/// misfit keeps falling past these, each position's traces fitted by
+/// structure that is not the ground's; where a shot's offsets span at least
+/// the inverted ground's depth, whose angles constrain the layers, the
 /// model keeps improving over twice as many (docs/inversion.md, "Flooding's
 /// full band").
 inline constexpr int kAutoFloodedFullBandIterations = 40;
-inline constexpr int kAutoFloodedMultiOffsetFullBandIterations = 80;
+inline constexpr int kAutoFloodedWideOffsetFullBandIterations = 80;
 /// With flooding, the full band smooths eps_r by this share of the full
 /// band's automatic length (kAutoFullBandSmoothingShare of the low band's):
 /// its traces are reflections, which the full band fits with eps_r

@@ -630,6 +630,34 @@ std::vector<Position> every_antenna(const RunConfig& c) {
     return all;
 }
 
+/// The widest span of source-receiver offsets within one shot (m): 0 where
+/// each shot records one trace.
+double widest_offset_span(const RunConfig& c) {
+    double widest = 0;
+    for (const ShotSpec& shot : c.shots)
+        for (const Position& s : shot.sources) {
+            double least = HUGE_VAL, most = 0;
+            for (const Position& r : shot.receivers) {
+                const double offset = std::hypot(r.x - s.x, r.z - s.z);
+                least = std::min(least, offset), most = std::max(most, offset);
+            }
+            if (!shot.receivers.empty()) widest = std::max(widest, most - least);
+        }
+    return widest;
+}
+
+/// The depth of the inverted ground (m): from the shallowest row holding a
+/// free node of `weight` to the deepest.
+double free_depth_m(const std::vector<double>& weight, const Grid& g) {
+    int top = g.nz, bottom = -1;
+    for (std::size_t i = 0; i < weight.size(); ++i)
+        if (is_free(weight[i])) {
+            const int iz = static_cast<int>(i / static_cast<std::size_t>(g.nx));
+            top = std::min(top, iz), bottom = std::max(bottom, iz);
+        }
+    return bottom < top ? 0.0 : (bottom - top) * g.dz;
+}
+
 /// Flooding (`flood`: auto, true or false) with automatic stages: the low
 /// band again from its model flooded, where asked or, auto, where every
 /// antenna lies above the inverted region (a survey from above).
@@ -638,12 +666,13 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     if (flood && !auto_stages)
         r.fail(flood, p + ".flood", "applies to stages: auto; a listed stage floods with its own `flood: true`");
     if (!auto_stages) return;
-    const bool from_above = survey_above_free_nodes(every_antenna(c), update_weights(s, c.grid), c.grid);
+    const std::vector<double> weight = update_weights(s, c.grid);
+    const bool from_above = survey_above_free_nodes(every_antenna(c), weight, c.grid);
     const bool on = flood && !is_auto(flood) ? r.boolean(flood, p + ".flood") : from_above;
     if (!flood || is_auto(flood))
         s.defaults.push_back(from_above ? "flood auto: on (every antenna above the inverted region): the low band again "
-                                          "from its model with a step below each column's deepest change, of the height "
-                                          "the data choose, kept where it fits better"
+                                          "from its model with a step below each column's deepest change or jump in "
+                                          "change, of the band and height the data choose, kept where it fits better"
                                         : "flood auto: off (antennas within the inverted region)");
     if (!on) return;
     StageSpec flooded = s.stages.front();
@@ -653,15 +682,17 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     flooded.iterations = kAutoFloodIterations;
     s.stages.insert(s.stages.begin() + 1, flooded);
     StageSpec& full = s.stages.back();
-    const bool multi_offset =
-        std::any_of(c.shots.begin(), c.shots.end(), [](const ShotSpec& shot) { return shot.receivers.size() > 1; });
-    full.iterations = multi_offset ? kAutoFloodedMultiOffsetFullBandIterations : kAutoFloodedFullBandIterations;
+    const double span = widest_offset_span(c), depth = free_depth_m(weight, c.grid);
+    const bool wide = span >= depth;
+    full.iterations = wide ? kAutoFloodedWideOffsetFullBandIterations : kAutoFloodedFullBandIterations;
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
     s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone ({}){}",
                                      flooded.iterations, full.iterations,
-                                     multi_offset ? "shots recording at several offsets" : "one trace a shot",
+                                     fmt::format("a shot's offsets spanning {:.3g} m at most, {} the inverted ground's "
+                                                 "depth, {:.3g} m",
+                                                 span, wide ? "at least" : "less than", depth),
                                      auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
                                                                   full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
                                                     : ""));
