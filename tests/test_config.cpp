@@ -732,7 +732,9 @@ inversion:
         {base, {}}, {base, {"inversion.estimate_wavelet=true"}}, {base, {"inversion.flood=true"}}, {tiny, {}}};
     for (const auto& [text, sets] : variants) {
         const Campaign automatic = load_campaign(write_run_file("campaign_auto_stages", text), sets);
-        if (text == tiny) ASSERT_GT(automatic.inversion.smoothing_sigma_m, 10 * 0.1) << "not a model far shorter than its smoothing";
+        if (text == tiny) {
+            ASSERT_GT(automatic.inversion.smoothing_sigma_m, 10 * 0.1) << "not a model far shorter than its smoothing";
+        }
         std::string list;
         for (const std::string& d : automatic.inversion.defaults)
             if (d.rfind(prefix, 0) == 0) list = d.substr(prefix.size());

@@ -44,13 +44,15 @@ FloodColumn deepest_jump(const std::vector<int>& rows, const std::vector<double>
         // ringing (the side lobe below a reflector's band), not a reflector of its own
         if (k >= 2 && std::abs(jump) <= std::abs(from - value(extrema[k - 2]))) continue;
         const double sign = jump > 0 ? 1.0 : -1.0;
+        // up the jump, over adjacent rows, to its middle
+        auto row = [&](int i) { return rows[static_cast<std::size_t>(i)]; };
         int top = extrema[k];
-        while (top - 1 > extrema[k - 1] && rows[static_cast<std::size_t>(top - 1)] == rows[static_cast<std::size_t>(top)] - 1 &&
-               sign * (change[static_cast<std::size_t>(top - 1)] - from) >= kFloodFlankShare * std::abs(jump))
+        while (top - 1 > extrema[k - 1] && row(top - 1) == row(top) - 1 &&
+               sign * (value(top - 1) - from) >= kFloodFlankShare * std::abs(jump))
             --top;
-        column.extremum = rows[static_cast<std::size_t>(extrema[k])];
-        column.top = rows[static_cast<std::size_t>(top)];
-        column.above = extrema[k - 1] < 0 ? -1 : rows[static_cast<std::size_t>(extrema[k - 1])];
+        column.extremum = row(extrema[k]);
+        column.top = row(top);
+        column.above = extrema[k - 1] < 0 ? -1 : row(extrema[k - 1]);
     }
     return column;
 }
