@@ -60,7 +60,8 @@ enum class FloodBand {
 
 /// A reversal of a column's change counts as an extremum (FloodBand::jump)
 /// where it is at least this share of the column's largest change: smaller
-/// wiggles do not split a jump.
+/// wiggles do not split a jump, and a boundary's band below a much larger
+/// topsoil change still counts (docs/inversion.md, "Flooding").
 inline constexpr double kFloodJumpReversalShare = 0.05;
 
 /// Each column's band to flood from, over the free nodes (is_free of their
