@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "inversion/stage_variables.hpp"
 
@@ -9,52 +10,86 @@ namespace gprfwi {
 
 namespace {
 
-/// FloodBand::jump's band of one column: `rows` its free rows from the top
-/// down, `change` their eps_r change; `strength` set to its largest jump.
-FloodColumn deepest_jump(const std::vector<int>& rows, const std::vector<double>& change, double& strength) {
+/// One column's free rows from the top down, and their eps_r change since
+/// the reference.
+struct ColumnChange {
+    std::vector<int> rows;
+    std::vector<double> change;
+    int row(int i) const { return rows[static_cast<std::size_t>(i)]; }
+    /// node i's change; the reference's 0 above the column (i < 0)
+    double value(int i) const { return i < 0 ? 0.0 : change[static_cast<std::size_t>(i)]; }
+    /// whether node i - 1 is the row right above node i
+    bool joined_above(int i) const { return i > 0 && row(i - 1) == row(i) - 1; }
+    int size() const { return static_cast<int>(rows.size()); }
+};
+
+/// FloodBand::change's band of one column; `strength` set to its largest change.
+FloodColumn deepest_change(const ColumnChange& c, double& strength) {
+    strength = 0;
+    for (double v : c.change) strength = std::max(strength, std::abs(v));
+    if (!(strength > 0)) return {};
+    int deepest = c.size() - 1;
+    while (std::abs(c.value(deepest)) < kFloodBandShare * strength) --deepest;
+    // up the band to its extremum: the layer's value, not its flank's
+    const double sign = c.value(deepest) > 0 ? 1.0 : -1.0;
+    while (c.joined_above(deepest) && sign * c.value(deepest - 1) > sign * c.value(deepest)) --deepest;
+    int top = deepest;
+    while (c.joined_above(top) && sign * c.value(top - 1) >= kFloodFlankShare * sign * c.value(deepest)) --top;
+    return {c.row(deepest), c.row(top), c.joined_above(top) ? c.row(top - 1) : -1};
+}
+
+/// FloodBand::jump's band of one column; `strength` set to its largest jump.
+FloodColumn deepest_jump(const ColumnChange& c, double& strength) {
     strength = 0;
     double largest = 0;
-    for (double c : change) largest = std::max(largest, std::abs(c));
+    for (double v : c.change) largest = std::max(largest, std::abs(v));
     if (!(largest > 0)) return {};
     const double reversal = kFloodJumpReversalShare * largest;
     // the column's extrema, each confirmed by a reversal after it (the column's
     // end is none: its last nodes still move), after the reference's 0 above
-    std::vector<int> extrema{-1};  // indices into rows; -1: the reference
-    auto value = [&](int i) { return i < 0 ? 0.0 : change[static_cast<std::size_t>(i)]; };
+    std::vector<int> extrema{-1};  // indices into the column's nodes; -1: the reference
     int current = -1;
     double direction = 0;
-    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-        const double c = change[static_cast<std::size_t>(i)];
+    for (int i = 0; i < c.size(); ++i) {
+        const double v = c.value(i);
         if (direction == 0) {
-            if (std::abs(c) >= reversal) direction = c > 0 ? 1.0 : -1.0, current = i;
-        } else if (direction * (c - value(current)) > 0) {
+            if (std::abs(v) >= reversal) direction = v > 0 ? 1.0 : -1.0, current = i;
+        } else if (direction * (v - c.value(current)) > 0) {
             current = i;
-        } else if (direction * (value(current) - c) >= reversal) {
+        } else if (direction * (c.value(current) - v) >= reversal) {
             extrema.push_back(current);
             direction = -direction, current = i;
         }
     }
     for (std::size_t k = 1; k < extrema.size(); ++k)
-        strength = std::max(strength, std::abs(value(extrema[k]) - value(extrema[k - 1])));
-    FloodColumn column;
-    for (std::size_t k = extrema.size() - 1; k >= 1 && column.extremum < 0; --k) {
-        const double from = value(extrema[k - 1]), jump = value(extrema[k]) - from;
+        strength = std::max(strength, std::abs(c.value(extrema[k]) - c.value(extrema[k - 1])));
+    for (std::size_t k = extrema.size() - 1; k >= 1; --k) {
+        const double from = c.value(extrema[k - 1]), jump = c.value(extrema[k]) - from;
         if (std::abs(jump) < kFloodBandShare * strength) continue;
         // a jump that falls back short of the level before the jump above it is that band's
         // ringing (the side lobe below a reflector's band), not a reflector of its own
-        if (k >= 2 && std::abs(jump) <= std::abs(from - value(extrema[k - 2]))) continue;
+        if (k >= 2 && std::abs(jump) <= std::abs(from - c.value(extrema[k - 2]))) continue;
         const double sign = jump > 0 ? 1.0 : -1.0;
         // up the jump, over adjacent rows, to its middle
-        auto row = [&](int i) { return rows[static_cast<std::size_t>(i)]; };
         int top = extrema[k];
-        while (top - 1 > extrema[k - 1] && row(top - 1) == row(top) - 1 &&
-               sign * (value(top - 1) - from) >= kFloodFlankShare * std::abs(jump))
+        while (top - 1 > extrema[k - 1] && c.joined_above(top) &&
+               sign * (c.value(top - 1) - from) >= kFloodFlankShare * std::abs(jump))
             --top;
-        column.extremum = row(extrema[k]);
-        column.top = row(top);
-        column.above = extrema[k - 1] < 0 ? -1 : row(extrema[k - 1]);
+        return {c.row(extrema[k]), c.row(top), extrema[k - 1] < 0 ? -1 : c.row(extrema[k - 1])};
     }
-    return column;
+    return {};
+}
+
+/// The shallowest and deepest rows holding a free node of `weight` (nz and -1
+/// where none is free).
+std::pair<int, int> free_rows(const std::vector<double>& weight, const Grid& grid) {
+    int top = grid.nz, bottom = -1;
+    for (std::size_t i = 0; i < weight.size(); ++i)
+        if (is_free(weight[i])) {
+            const int iz = static_cast<int>(i / static_cast<std::size_t>(grid.nx));
+            top = std::min(top, iz), bottom = std::max(bottom, iz);
+        }
+    return {top, bottom};
 }
 
 }  // namespace
@@ -62,45 +97,21 @@ FloodColumn deepest_jump(const std::vector<int>& rows, const std::vector<double>
 std::vector<FloodColumn> flood_columns(const Model& model, const Model& reference, const std::vector<double>& weight,
                                        FloodBand band) {
     const Grid& g = model.grid;
-    auto free = [&](int iz, int ix) { return is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]); };
-    auto change = [&](int iz, int ix) { return model.eps_r(iz, ix) - reference.eps_r(iz, ix); };
-    std::vector<FloodColumn> columns(static_cast<std::size_t>(g.nx));
-    std::vector<double> peak(static_cast<std::size_t>(g.nx), 0.0);
-    if (band == FloodBand::jump) {
-        std::vector<FloodColumn> found(columns.size());
-        for (int ix = 0; ix < g.nx; ++ix) {
-            std::vector<int> rows;
-            std::vector<double> changes;
-            for (int iz = 0; iz < g.nz; ++iz)
-                if (free(iz, ix)) rows.push_back(iz), changes.push_back(change(iz, ix));
-            found[static_cast<std::size_t>(ix)] = deepest_jump(rows, changes, peak[static_cast<std::size_t>(ix)]);
-        }
-        const double largest = *std::max_element(peak.begin(), peak.end());
-        for (int ix = 0; ix < g.nx; ++ix)
-            if (largest > 0 && peak[static_cast<std::size_t>(ix)] >= kFloodColumnShare * largest)
-                columns[static_cast<std::size_t>(ix)] = found[static_cast<std::size_t>(ix)];
-        return columns;
-    }
-    for (int ix = 0; ix < g.nx; ++ix)
-        for (int iz = 0; iz < g.nz; ++iz)
-            if (free(iz, ix)) peak[ix] = std::max(peak[ix], std::abs(change(iz, ix)));
-    const double largest = *std::max_element(peak.begin(), peak.end());
-    if (!(largest > 0)) return columns;
+    std::vector<FloodColumn> found(static_cast<std::size_t>(g.nx));
+    std::vector<double> strength(found.size(), 0.0);
     for (int ix = 0; ix < g.nx; ++ix) {
-        if (peak[ix] < kFloodColumnShare * largest) continue;
-        int deepest = -1;
-        for (int iz = g.nz - 1; iz >= 0 && deepest < 0; --iz)
-            if (free(iz, ix) && std::abs(change(iz, ix)) >= kFloodBandShare * peak[ix]) deepest = iz;
-        // up the band to its extremum: the layer's value, not its flank's
-        const double sign = change(deepest, ix) > 0 ? 1.0 : -1.0;
-        while (deepest > 0 && free(deepest - 1, ix) && sign * change(deepest - 1, ix) > sign * change(deepest, ix))
-            --deepest;
-        int top = deepest;
-        while (top > 0 && free(top - 1, ix) &&
-               sign * change(top - 1, ix) >= kFloodFlankShare * sign * change(deepest, ix))
-            --top;
-        columns[static_cast<std::size_t>(ix)] = {deepest, top, top > 0 && free(top - 1, ix) ? top - 1 : -1};
+        ColumnChange c;
+        for (int iz = 0; iz < g.nz; ++iz)
+            if (is_free(weight[static_cast<std::size_t>(iz) * g.nx + ix]))
+                c.rows.push_back(iz), c.change.push_back(model.eps_r(iz, ix) - reference.eps_r(iz, ix));
+        double& st = strength[static_cast<std::size_t>(ix)];
+        found[static_cast<std::size_t>(ix)] = band == FloodBand::change ? deepest_change(c, st) : deepest_jump(c, st);
     }
+    // the columns whose band is strong beside the others'
+    const double largest = *std::max_element(strength.begin(), strength.end());
+    std::vector<FloodColumn> columns(found.size());
+    for (std::size_t ix = 0; ix < found.size(); ++ix)
+        if (largest > 0 && strength[ix] >= kFloodColumnShare * largest) columns[ix] = found[ix];
     return columns;
 }
 
@@ -143,11 +154,14 @@ bool flood_fits(double flooded, double unflooded) { return flooded <= kFloodMisf
 
 bool survey_above_free_nodes(const std::vector<Position>& antennas, const std::vector<double>& weight,
                              const Grid& grid) {
-    int top = grid.nz;  // the shallowest row holding a free node
-    for (std::size_t i = 0; i < weight.size() && top == grid.nz; ++i)
-        if (is_free(weight[i])) top = static_cast<int>(i / static_cast<std::size_t>(grid.nx));
+    const int top = free_rows(weight, grid).first;
     if (antennas.empty() || top == grid.nz) return false;
     return std::all_of(antennas.begin(), antennas.end(), [&](const Position& p) { return p.z < top * grid.dz; });
+}
+
+double free_depth_m(const std::vector<double>& weight, const Grid& grid) {
+    const auto [top, bottom] = free_rows(weight, grid);
+    return bottom < top ? 0.0 : (bottom - top) * grid.dz;
 }
 
 }  // namespace gprfwi

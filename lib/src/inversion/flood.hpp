@@ -100,6 +100,10 @@ Model flood_step(const Model& model, const Model& reference, const std::vector<F
                  const std::vector<double>& weight, double height, double eps_r_min, double eps_r_max,
                  int lateral_columns);
 
+/// The depth of the inverted ground (m): from the shallowest row holding a
+/// free node of `weight` to the deepest (0 where none is free).
+double free_depth_m(const std::vector<double>& weight, const Grid& grid);
+
 /// Whether every source and receiver lies above the free nodes of `weight`
 /// (a survey that sees the ground from above only): where `inversion.flood:
 /// auto` floods.

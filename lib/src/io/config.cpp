@@ -646,18 +646,6 @@ double widest_offset_span(const RunConfig& c) {
     return widest;
 }
 
-/// The depth of the inverted ground (m): from the shallowest row holding a
-/// free node of `weight` to the deepest.
-double free_depth_m(const std::vector<double>& weight, const Grid& g) {
-    int top = g.nz, bottom = -1;
-    for (std::size_t i = 0; i < weight.size(); ++i)
-        if (is_free(weight[i])) {
-            const int iz = static_cast<int>(i / static_cast<std::size_t>(g.nx));
-            top = std::min(top, iz), bottom = std::max(bottom, iz);
-        }
-    return bottom < top ? 0.0 : (bottom - top) * g.dz;
-}
-
 /// Flooding (`flood`: auto, true or false) with automatic stages: the low
 /// band again from its model flooded, where asked or, auto, where every
 /// antenna lies above the inverted region (a survey from above).
@@ -688,11 +676,9 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
-    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone ({}){}",
-                                     flooded.iterations, full.iterations,
-                                     fmt::format("a shot's offsets spanning {:.3g} m at most, {} the inverted ground's "
-                                                 "depth, {:.3g} m",
-                                                 span, wide ? "at least" : "less than", depth),
+    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone (a "
+                                     "shot's offsets spanning {:.3g} m at most, {} the inverted ground's depth, {:.3g} m){}",
+                                     flooded.iterations, full.iterations, span, wide ? "at least" : "less than", depth,
                                      auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
                                                                   full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
                                                     : ""));
