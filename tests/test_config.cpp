@@ -428,7 +428,9 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // band of eps_r alone for kAutoFloodedFullBandIterations (one trace a shot)
 // or kAutoFloodedWideOffsetFullBandIterations (a shot's offsets spanning the
 // inverted ground's depth), smoothed over
-// kAutoFloodedFullBandSmoothingShare of its automatic length; the campaigns with
+// kAutoFloodedFullBandSmoothingShare of its automatic length, and last sigma
+// alone below kAutoFloodedSigmaBandOfLowBand of the low band's frequency for
+// kAutoFloodedSigmaIterations under the low band's rule; the campaigns with
 // antennas in the ground (crosshole, surface to borehole) keep the two
 // stages. `flood` on a listed stage needs a stage before it, and
 // `inversion.flood` automatic stages.
@@ -439,10 +441,10 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
         const Campaign c = load_campaign(suite + name + "/campaign.yaml");
         const std::vector<StageSpec>& st = c.inversion.stages;
         if (std::string(name).rfind("surface-", 0) == 0 && std::string(name) != "surface-to-borehole") {
-            ASSERT_EQ(st.size(), 3u) << name;
+            ASSERT_EQ(st.size(), 4u) << name;
             EXPECT_EQ(st[1].name, "flood");
             EXPECT_TRUE(st[1].flood);
-            EXPECT_FALSE(st[0].flood || st[2].flood);
+            EXPECT_FALSE(st[0].flood || st[2].flood || st[3].flood);
             EXPECT_EQ(st[1].max_frequency_hz, st[0].max_frequency_hz);
             EXPECT_EQ(st[1].iterations, kAutoFloodIterations);
             EXPECT_EQ(st[1].min_relative_decrease, st[0].min_relative_decrease);
@@ -453,19 +455,27 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
             EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFloodedFullBandSmoothingShare * kAutoFullBandSmoothingShare *
                                                     c.inversion.smoothing_m) << name;
+            EXPECT_EQ(st[3].name, "sigma");
+            EXPECT_TRUE(!st[3].invert_eps_r && st[3].invert_sigma);
+            EXPECT_DOUBLE_EQ(st[3].max_frequency_hz, kAutoFloodedSigmaBandOfLowBand * st[0].max_frequency_hz);
+            EXPECT_EQ(st[3].iterations, kAutoFloodedSigmaIterations);
+            EXPECT_EQ(st[3].min_relative_decrease, st[0].min_relative_decrease);
+            EXPECT_EQ(st[3].decrease_window, st[0].decrease_window);
+            EXPECT_EQ(st[3].smoothing_m, st[0].smoothing_m);
+            EXPECT_EQ(st[3].smoothing_sigma_m, st[0].smoothing_sigma_m);
             const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=false"});
             ASSERT_EQ(off.inversion.stages.size(), 2u) << name;
             EXPECT_DOUBLE_EQ(off.inversion.stages[1].smoothing_m, kAutoFullBandSmoothingShare * off.inversion.smoothing_m);
             // a campaign's own smoothing stays the full band's, flooded or not
             const Campaign own = load_campaign(suite + name + "/campaign.yaml", {"inversion.smoothing={eps_r: 0.1, sigma: 0.2}"});
-            ASSERT_EQ(own.inversion.stages.size(), 3u) << name;
+            ASSERT_EQ(own.inversion.stages.size(), 4u) << name;
             EXPECT_LT(own.inversion.stages[2].smoothing_m, 0.0) << "the campaign's smoothing";
         } else {
             ASSERT_EQ(st.size(), 2u) << name;
             EXPECT_FALSE(st[0].flood || st[1].flood) << name;
             EXPECT_DOUBLE_EQ(st[1].smoothing_m, kAutoFullBandSmoothingShare * c.inversion.smoothing_m) << name;
             const Campaign on = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=true"});
-            EXPECT_EQ(on.inversion.stages.size(), 3u) << name;
+            EXPECT_EQ(on.inversion.stages.size(), 4u) << name;
         }
     }
     // the count follows the span of a shot's offsets against the inverted ground's depth (2.475 m):
@@ -473,7 +483,7 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
     // four receivers or two offsets 2.5 m apart from several
     const std::string profile = suite + "surface-common-offset/campaign.yaml";
     auto full_band = [&](const std::string& file, const std::vector<std::string>& sets) {
-        return load_campaign(file, sets).inversion.stages.back().iterations;
+        return load_campaign(file, sets).inversion.stages.at(2).iterations;
     };
     EXPECT_EQ(full_band(profile, {"survey.surface.sources.to=6.5", "survey.surface.receivers.offsets=[0.5, 0.75, 1.0, 1.25]"}),
               kAutoFloodedFullBandIterations);
@@ -747,7 +757,7 @@ inversion:
         const Campaign back = load_campaign(write_run_file("campaign_listed_stages", text), listed);
         const std::vector<StageSpec>& a = automatic.inversion.stages;
         const std::vector<StageSpec>& b = back.inversion.stages;
-        ASSERT_EQ(a.size(), sets.empty() || sets[0] != "inversion.flood=true" ? 2u : 3u) << list;
+        ASSERT_EQ(a.size(), sets.empty() || sets[0] != "inversion.flood=true" ? 2u : 4u) << list;
         ASSERT_EQ(b.size(), a.size()) << list;
         for (std::size_t i = 0; i < a.size(); ++i) {
             SCOPED_TRACE(a[i].name + " in " + list);

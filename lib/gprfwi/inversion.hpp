@@ -274,6 +274,16 @@ inline constexpr double kAutoFloodedFullBandSmoothingShare = 0.5;
 /// are new to the data, and its misfit and model keep improving long after the
 /// low band's count (docs/inversion.md, "Flooding").
 inline constexpr int kAutoFloodIterations = 60;
+/// With flooding, a last stage of sigma alone on the data below this share
+/// of the low band's highest frequency, up to kAutoFloodedSigmaIterations
+/// (the low band's stopping rule still applies). Reflections see sigma
+/// through their amplitudes, whose longest wavelengths the lowest band
+/// carries; once the full band has placed the layers (eps_r), sigma alone
+/// below f_d / 4 fits them without eps_r taking its share, where sigma
+/// with eps_r in the low band only drifts from the truth
+/// (docs/inversion.md, "Flooding's last stage").
+inline constexpr double kAutoFloodedSigmaBandOfLowBand = 0.5;
+inline constexpr int kAutoFloodedSigmaIterations = 20;
 
 /// The observed traces' amplitude against a model's: the geometric mean over
 /// traces of the ratio of their peaks (observed / modelled), over the traces

@@ -676,12 +676,24 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
-    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, the full band {} of eps_r alone (a "
-                                     "shot's offsets spanning {:.3g} m at most, {} the inverted ground's depth, {:.3g} m){}",
-                                     flooded.iterations, full.iterations, span, wide ? "at least" : "less than", depth,
-                                     auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
-                                                                  full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
-                                                    : ""));
+    const std::string full_band =
+        fmt::format("the full band {} of eps_r alone (a shot's offsets spanning {:.3g} m at most, {} the inverted "
+                    "ground's depth, {:.3g} m){}",
+                    full.iterations, span, wide ? "at least" : "less than", depth,
+                    auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
+                                                 full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
+                                   : "");
+    StageSpec last = s.stages.front();
+    last.name = "sigma";
+    last.max_frequency_hz *= kAutoFloodedSigmaBandOfLowBand;
+    last.invert_eps_r = false;
+    last.estimate_wavelet = false;  // (the low band's estimate kept)
+    last.iterations = kAutoFloodedSigmaIterations;
+    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, {}, then up to {} of sigma alone on "
+                                     "data below {:.4g} Hz ({} of the low band's)",
+                                     flooded.iterations, full_band, last.iterations, last.max_frequency_hz,
+                                     kAutoFloodedSigmaBandOfLowBand));
+    s.stages.push_back(last);  // (last: `full` refers into the list)
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
