@@ -250,7 +250,8 @@ inline constexpr int kAutoFullBandIterations = 320;
 /// A survey that sees the ground from above only gets a third stage between
 /// the two (`inversion.flood`, read with the campaign): the low band again
 /// from its model flooded (StageSpec::flood), whose reflections leave the
-/// ground below the deepest reflector where the start put it.
+/// ground below the deepest reflector where the start put it; and a last
+/// stage of sigma alone (kAutoFloodedSigmaBandOfLowBand).
 std::vector<StageSpec> automatic_stages(double f_dominant_hz);
 /// With flooding, the full band's iterations, of eps_r alone (reflections
 /// hardly see sigma, whose fine structure the full band then drifts in):
@@ -279,9 +280,11 @@ inline constexpr int kAutoFloodIterations = 60;
 /// (the low band's stopping rule still applies). Reflections see sigma
 /// through their amplitudes, whose longest wavelengths the lowest band
 /// carries; once the full band has placed the layers (eps_r), sigma alone
-/// below f_d / 4 fits them without eps_r taking its share, where sigma
-/// with eps_r in the low band only drifts from the truth
-/// (docs/inversion.md, "Flooding's last stage").
+/// below f_d / 4 fits them without eps_r taking its share, where the two
+/// together in a lower band cost eps_r. Surveys from above only: between
+/// boreholes the full band has fitted sigma along every ray, and sigma
+/// alone after it drifts from the truth (docs/inversion.md, "Flooding's
+/// last stage").
 inline constexpr double kAutoFloodedSigmaBandOfLowBand = 0.5;
 inline constexpr int kAutoFloodedSigmaIterations = 20;
 
