@@ -21,12 +21,17 @@ struct ColumnChange {
     /// whether node i - 1 is the row right above node i
     bool joined_above(int i) const { return i > 0 && row(i - 1) == row(i) - 1; }
     int size() const { return static_cast<int>(rows.size()); }
+    /// the largest |change| (0 for a column without free nodes)
+    double largest() const {
+        double most = 0;
+        for (double v : change) most = std::max(most, std::abs(v));
+        return most;
+    }
 };
 
 /// FloodBand::change's band of one column; `strength` set to its largest change.
 FloodColumn deepest_change(const ColumnChange& c, double& strength) {
-    strength = 0;
-    for (double v : c.change) strength = std::max(strength, std::abs(v));
+    strength = c.largest();
     if (!(strength > 0)) return {};
     int deepest = c.size() - 1;
     while (std::abs(c.value(deepest)) < kFloodBandShare * strength) --deepest;
@@ -41,8 +46,7 @@ FloodColumn deepest_change(const ColumnChange& c, double& strength) {
 /// FloodBand::jump's band of one column; `strength` set to its largest jump.
 FloodColumn deepest_jump(const ColumnChange& c, double& strength) {
     strength = 0;
-    double largest = 0;
-    for (double v : c.change) largest = std::max(largest, std::abs(v));
+    const double largest = c.largest();
     if (!(largest > 0)) return {};
     const double reversal = kFloodJumpReversalShare * largest;
     // the column's extrema, each confirmed by a reversal after it (the column's

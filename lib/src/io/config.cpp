@@ -647,8 +647,9 @@ double widest_offset_span(const RunConfig& c) {
 }
 
 /// Flooding (`flood`: auto, true or false) with automatic stages: the low
-/// band again from its model flooded, where asked or, auto, where every
-/// antenna lies above the inverted region (a survey from above).
+/// band again from its model flooded, the full band of eps_r alone, then
+/// sigma alone in a lower band, where asked or, auto, where every antenna
+/// lies above the inverted region (a survey from above).
 void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, const std::string& p, const RunConfig& c,
                 InversionSpec& s) {
     if (flood && !auto_stages)
@@ -663,12 +664,19 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
                                           "change, of the band and height the data choose, kept where it fits better"
                                         : "flood auto: off (antennas within the inverted region)");
     if (!on) return;
-    StageSpec flooded = s.stages.front();
-    flooded.name = "flood";
+    // the stages added on the low band's data: its rule and smoothing, its wavelet estimate kept
+    auto on_low_band = [&](const char* name, int iterations) {
+        StageSpec st = s.stages.front();
+        st.name = name;
+        st.iterations = iterations;
+        st.estimate_wavelet = false;
+        return st;
+    };
+    StageSpec flooded = on_low_band("flood", kAutoFloodIterations);
     flooded.flood = true;
-    flooded.estimate_wavelet = false;  // (the low band's estimate kept)
-    flooded.iterations = kAutoFloodIterations;
-    s.stages.insert(s.stages.begin() + 1, flooded);
+    StageSpec last = on_low_band("sigma", kAutoFloodedSigmaIterations);
+    last.max_frequency_hz *= kAutoFloodedSigmaBandOfLowBand;
+    last.invert_eps_r = false;
     StageSpec& full = s.stages.back();
     const double span = widest_offset_span(c), depth = free_depth_m(weight, c.grid);
     const bool wide = span >= depth;
@@ -676,24 +684,17 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
-    const std::string full_band =
-        fmt::format("the full band {} of eps_r alone (a shot's offsets spanning {:.3g} m at most, {} the inverted "
-                    "ground's depth, {:.3g} m){}",
-                    full.iterations, span, wide ? "at least" : "less than", depth,
-                    auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)",
-                                                 full.smoothing_m, kAutoFloodedFullBandSmoothingShare)
-                                   : "");
-    StageSpec last = s.stages.front();
-    last.name = "sigma";
-    last.max_frequency_hz *= kAutoFloodedSigmaBandOfLowBand;
-    last.invert_eps_r = false;
-    last.estimate_wavelet = false;  // (the low band's estimate kept)
-    last.iterations = kAutoFloodedSigmaIterations;
-    s.defaults.push_back(fmt::format("flood: the flood stage up to {} iterations, {}, then up to {} of sigma alone on "
-                                     "data below {:.4g} Hz ({} of the low band's)",
-                                     flooded.iterations, full_band, last.iterations, last.max_frequency_hz,
-                                     kAutoFloodedSigmaBandOfLowBand));
-    s.stages.push_back(last);  // (last: `full` refers into the list)
+    s.defaults.push_back(fmt::format(
+        "flood: the flood stage up to {} iterations, the full band {} of eps_r alone (a shot's offsets spanning {:.3g} m "
+        "at most, {} the inverted ground's depth, {:.3g} m){}, then up to {} of sigma alone on data below {:.4g} Hz ({} "
+        "of the low band's)",
+        flooded.iterations, full.iterations, span, wide ? "at least" : "less than", depth,
+        auto_smoothing ? fmt::format(" smoothed over {:.3g} m ({} of the full band's automatic length)", full.smoothing_m,
+                                     kAutoFloodedFullBandSmoothingShare)
+                       : "",
+        last.iterations, last.max_frequency_hz, kAutoFloodedSigmaBandOfLowBand));
+    s.stages.insert(s.stages.begin() + 1, flooded);
+    s.stages.push_back(last);
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
