@@ -586,6 +586,14 @@ inversion:
     EXPECT_EQ(s.stages[1].iterations, 7);
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
     EXPECT_EQ(s.taper_points.size(), 2u);  // the source and the receiver
+    EXPECT_EQ(s.taper_radius_m, 0.05);
+    EXPECT_TRUE(s.taper_fill) << "the antennas' nodes take their neighbours' mean unless the campaign says";
+    {
+        const Campaign unfilled = load_campaign(write_run_file("campaign", base), {"inversion.taper={fill: false}"});
+        EXPECT_FALSE(unfilled.inversion.taper_fill);
+        EXPECT_GT(unfilled.inversion.taper_radius_m, 0.0) << "the radius left to auto";
+        EXPECT_EQ(unfilled.inversion.taper_points.size(), 2u);
+    }
     EXPECT_EQ(s.mask.size(), 1u);
     EXPECT_TRUE(s.save_gradients);
     EXPECT_EQ(s.petsc_options, "-tao_ls_type armijo");
@@ -627,6 +635,7 @@ inversion:
         {{"inversion.smoothing=-0.1"}, "inversion.smoothing: expected a number in [0"},
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, smoothing: wide}]"}, "inversion.stages[0].smoothing: expected a number, got 'wide'"},
         {{"inversion.taper.radius=-1"}, "inversion.taper.radius: expected a number in [0"},
+        {{"inversion.taper.fill=sometimes"}, "inversion.taper.fill: expected true or false"},
         {{"wavelet.amplitude=0"}, "wavelet: an inversion needs a wavelet with energy; this one is zero at every sample"},
         {{"inversion.true_model=absent.h5"}, "inversion.true_model: "},
         {{"inversion.regularisation={}"}, "inversion.regularisation: unknown key (did you mean 'regularization'?)"},
@@ -767,7 +776,9 @@ inversion:
             EXPECT_EQ(b[i].invert_sigma, a[i].invert_sigma);
             EXPECT_EQ(b[i].iterations, a[i].iterations);
             EXPECT_EQ(b[i].min_relative_decrease, a[i].min_relative_decrease);
-            if (a[i].min_relative_decrease > 0) EXPECT_EQ(b[i].decrease_window, a[i].decrease_window);
+            if (a[i].min_relative_decrease > 0) {
+                EXPECT_EQ(b[i].decrease_window, a[i].decrease_window);
+            }
             EXPECT_EQ(b[i].gradient_tolerance, a[i].gradient_tolerance);
             EXPECT_EQ(b[i].max_seconds, a[i].max_seconds);
             EXPECT_EQ(b[i].max_evaluations, a[i].max_evaluations);

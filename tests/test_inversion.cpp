@@ -613,6 +613,55 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     for (double x : update_weights(spec, g)) EXPECT_TRUE(x >= 0.0 && x < 1e-20) << x;
 }
 
+/// The nodes the taper alone holds are the antennas' own (not those in the
+/// mask or on the edges, which stay held without it); each takes the mean of
+/// its free neighbours, eps_r arithmetic and sigma geometric, never from
+/// another held node, and only for the parameters asked.
+TEST(StageVariables, TaperHeldNodesTakeTheirFreeNeighboursMean) {
+    const Grid g{12, 10, 0.1, 0.1};
+    InversionSpec spec;
+    spec.taper_radius_m = 0.1;
+    // on nodes (5, 5) and (6, 5), side by side; on (4, 2), below the masked air; on the edge (0, 7); in the
+    // air; between nodes
+    spec.taper_points = {{0.5, 0.5}, {0.6, 0.5}, {0.4, 0.2}, {0.0, 0.7}, {0.3, 0.1}, {0.85, 0.75}};
+    ModelRegion air;
+    air.kind = ModelRegion::Kind::layer;
+    air.top = -1;
+    air.bottom = 0.15;  // rows 0 and 1
+    spec.mask = {air};
+    const std::vector<std::size_t> held = taper_held_nodes(spec, g);
+    auto node = [&](int ix, int iz) { return static_cast<std::size_t>(iz) * g.nx + ix; };
+    EXPECT_EQ(held, (std::vector<std::size_t>{node(4, 2), node(5, 5), node(6, 5)}));
+
+    Model m = Model::uniform(g, 5.0, 0.01);
+    for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
+        m.eps_r.data()[i] = 4.0 + 0.1 * static_cast<double>(i % 7);
+        m.sigma.data()[i] = 0.001 * (1.0 + static_cast<double>(i % 5));
+    }
+    const Model before = m;
+    const std::vector<double> weight = update_weights(spec, g);
+    EXPECT_EQ(fill_held_nodes(held, weight, true, true, m), 3u);
+    auto e = [&](int ix, int iz) { return before.eps_r.data()[node(ix, iz)]; };
+    auto ln_s = [&](int ix, int iz) { return std::log(before.sigma.data()[node(ix, iz)]); };
+    // (5, 5): left, up and down; its right neighbour (6, 5) is held too
+    EXPECT_NEAR(m.eps_r.data()[node(5, 5)], (e(4, 5) + e(5, 4) + e(5, 6)) / 3, 1e-14);
+    EXPECT_NEAR(std::log(m.sigma.data()[node(5, 5)]), (ln_s(4, 5) + ln_s(5, 4) + ln_s(5, 6)) / 3, 1e-13);
+    EXPECT_NEAR(m.eps_r.data()[node(6, 5)], (e(7, 5) + e(6, 4) + e(6, 6)) / 3, 1e-14);
+    // (4, 2): the air above it is masked
+    EXPECT_NEAR(m.eps_r.data()[node(4, 2)], (e(3, 2) + e(5, 2) + e(4, 3)) / 3, 1e-14);
+    for (std::size_t i = 0; i < m.eps_r.size(); ++i)
+        if (std::find(held.begin(), held.end(), i) == held.end()) {
+            EXPECT_EQ(m.eps_r.data()[i], before.eps_r.data()[i]) << i;
+            EXPECT_EQ(m.sigma.data()[i], before.sigma.data()[i]) << i;
+        }
+    Model sigma_only = before;
+    fill_held_nodes(held, weight, false, true, sigma_only);
+    EXPECT_EQ(sigma_only.eps_r.data()[node(5, 5)], before.eps_r.data()[node(5, 5)]) << "a stage of sigma alone";
+    EXPECT_EQ(sigma_only.sigma.data()[node(5, 5)], m.sigma.data()[node(5, 5)]);
+    spec.taper_radius_m = 0;
+    EXPECT_TRUE(taper_held_nodes(spec, g).empty()) << "no taper, nothing held by it";
+}
+
 // Flooding finds each column's deepest strong band of eps_r change (its
 // extremum, and its top halfway up the upper flank) and replaces the free
 // nodes from the top down by a step from the value above the band, of the

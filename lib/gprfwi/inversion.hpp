@@ -121,6 +121,11 @@ struct InversionSpec {
     /// change of variables, so TAO still sees an exact gradient.
     double taper_radius_m = 0;
     std::vector<Position> taper_points;
+    /// At each stage's end, the nodes the taper alone holds (the antennas'
+    /// own nodes, weight 0) take the mean of their free neighbours, for the
+    /// parameters the stage inverts (`taper.fill`): what the data say there,
+    /// rather than the start.
+    bool taper_fill = true;
     bool save_models = true, save_gradients = false;
     std::string true_model;             // HDF5 model for synthetic studies: model errors in the history
     std::vector<std::string> defaults;  // what the run file left to `auto` defaults, in words (logged)

@@ -384,8 +384,21 @@ private:
             copy_parallel(least_->eps_r, model_.eps_r);
             copy_parallel(least_->sigma, model_.sigma);
         }
+        if (spec_.taper_fill) fill_taper_held();
         write_iteration(last ? last->iteration : 0, true);
         log_times();
+    }
+
+    /// The antennas' own nodes, which the taper holds at the stage's start,
+    /// take the mean of their free neighbours (InversionSpec::taper_fill);
+    /// after the stage's last iterate, so that its history stays its own.
+    void fill_taper_held() {
+        const std::vector<std::size_t> held = taper_held_nodes(spec_, model_.grid);
+        const std::size_t filled = fill_held_nodes(held, weight_, stage_.invert_eps_r, stage_.invert_sigma, model_);
+        if (filled > 0)
+            spdlog::info("stage {}: the {} antenna nodes the taper holds take the mean of their free neighbours "
+                         "(inversion.taper.fill)",
+                         stage_.name, filled);
     }
 
     void log_times() const {

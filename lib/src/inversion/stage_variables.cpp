@@ -42,6 +42,44 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
     return weight;
 }
 
+std::vector<std::size_t> taper_held_nodes(const InversionSpec& spec, const Grid& g) {
+    if (!(spec.taper_radius_m > 0) || spec.taper_points.empty()) return {};
+    InversionSpec untapered = spec;
+    untapered.taper_radius_m = 0;
+    const std::vector<double> with = update_weights(spec, g), without = update_weights(untapered, g);
+    std::vector<std::size_t> held;
+    for (std::size_t i = 0; i < with.size(); ++i)
+        if (!is_free(with[i]) && is_free(without[i])) held.push_back(i);
+    return held;
+}
+
+std::size_t fill_held_nodes(const std::vector<std::size_t>& held, const std::vector<double>& weight, bool eps_r,
+                            bool sigma, Model& m) {
+    const Grid& g = m.grid;
+    std::size_t filled = 0;
+    // from the values before any fill: two held nodes side by side do not feed each other
+    const Model before = m;
+    for (const std::size_t i : held) {
+        const int ix = static_cast<int>(i % g.nx), iz = static_cast<int>(i / g.nx);
+        double e = 0, ln_s = 0;
+        int n = 0;
+        for (const auto& [dx, dz] : {std::pair{-1, 0}, std::pair{1, 0}, std::pair{0, -1}, std::pair{0, 1}}) {
+            const int jx = ix + dx, jz = iz + dz;
+            if (jx < 0 || jz < 0 || jx >= g.nx || jz >= g.nz) continue;
+            const std::size_t j = static_cast<std::size_t>(jz) * g.nx + jx;
+            if (!is_free(weight[j])) continue;
+            e += before.eps_r.data()[j];
+            ln_s += std::log(before.sigma.data()[j]);
+            ++n;
+        }
+        if (n == 0) continue;
+        if (eps_r) m.eps_r.data()[i] = e / n;
+        if (sigma) m.sigma.data()[i] = std::exp(ln_s / n);
+        ++filled;
+    }
+    return filled;
+}
+
 GradientPeaks gradient_peaks(const std::vector<double>& weight, const std::vector<char>& masked, const Array2D& ge,
                              const Array2D& gs, const Model& m) {
     double ge_max = 0, gs_max = 0;

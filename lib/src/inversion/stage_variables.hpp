@@ -29,6 +29,18 @@ inline bool is_free(double weight) { return weight >= kMaskedWeight; }
 /// (spec.taper_points, d the node's distance), the least where several reach.
 std::vector<double> update_weights(const InversionSpec& spec, const Grid& grid);
 
+/// The nodes the antenna taper alone holds: masked by update_weights(spec),
+/// free without the taper (neither in spec.mask nor a fixed edge).
+std::vector<std::size_t> taper_held_nodes(const InversionSpec& spec, const Grid& grid);
+
+/// Gives each of the `held` nodes the mean of its free (is_free of `weight`)
+/// left, right, upper and lower neighbours: eps_r's arithmetic mean and
+/// sigma's geometric one (sigma is inverted as its logarithm), each only
+/// where `eps_r` / `sigma` says. A node without a free neighbour keeps its
+/// value. Returns how many nodes it filled.
+std::size_t fill_held_nodes(const std::vector<std::size_t>& held, const std::vector<double>& weight, bool eps_r,
+                            bool sigma, Model& m);
+
 /// The largest weighted |dJ/d eps_r| and |sigma dJ/d sigma| over the free
 /// nodes of a gradient (ge, gs) at m, each times the node's weight squared
 /// (a unit step in x moves the node by that): what the calibration reads.

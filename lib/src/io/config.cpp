@@ -790,11 +790,12 @@ void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, 
                 const AutomaticSettings& automatic, InversionSpec& s) {
     s.taper_radius_m = automatic.taper_radius_m;
     if (taper) {
-        r.map(taper, p + ".taper", {"radius"});
-        const YAML::Node radius = r.required(taper, p + ".taper", "radius");
-        if (!is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
+        r.map(taper, p + ".taper", {"radius", "fill"});
+        if (const YAML::Node radius = taper["radius"]; radius && !is_auto(radius))
+            s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
+        if (taper["fill"]) s.taper_fill = r.boolean(taper["fill"], p + ".taper.fill");
     }
-    if (!taper || is_auto(taper["radius"]))
+    if (!taper || !taper["radius"] || is_auto(taper["radius"]))
         s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
                                          "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
