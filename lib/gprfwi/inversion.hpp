@@ -123,7 +123,7 @@ struct InversionSpec {
     std::vector<Position> taper_points;
     /// At each stage's end, the nodes the taper alone holds (the antennas'
     /// own nodes, weight 0) take the mean of their free neighbours, for the
-    /// parameters the stage inverts (`taper.fill`): what the data say there,
+    /// parameters the stage inverts (`taper.fill`): the ground around them
     /// rather than the start.
     bool taper_fill = true;
     bool save_models = true, save_gradients = false;

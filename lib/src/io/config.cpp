@@ -784,8 +784,9 @@ void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, con
     }
 }
 
-/// The antenna taper (`taper.radius`, auto: the automatic radius) and the
-/// points it is centred on, every source and receiver of the survey.
+/// The antenna taper (`taper.radius`, auto: the automatic radius; whether
+/// `taper.fill` fills the nodes it holds) and the points it is centred on,
+/// every source and receiver of the survey.
 void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, const RunConfig& c,
                 const AutomaticSettings& automatic, InversionSpec& s) {
     s.taper_radius_m = automatic.taper_radius_m;
@@ -799,6 +800,9 @@ void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, 
         s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
                                          "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
+    if (s.taper_radius_m > 0 && !(taper && taper["fill"]))
+        s.defaults.push_back("taper.fill: true (at each stage's end the antennas' own nodes, which the taper holds, take "
+                             "the mean of their free neighbours)");
     if (s.taper_radius_m > 0) s.taper_points = every_antenna(c);
 }
 
