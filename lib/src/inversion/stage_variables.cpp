@@ -57,8 +57,8 @@ std::size_t fill_held_nodes(const std::vector<std::size_t>& held, const std::vec
                             bool sigma, Model& m) {
     const Grid& g = m.grid;
     std::size_t filled = 0;
-    // from the values before any fill: two held nodes side by side do not feed each other
-    const Model before = m;
+    // a node is filled from free neighbours only, which no fill writes: held nodes side by side do not feed
+    // each other, in whatever order they come
     for (const std::size_t i : held) {
         const int ix = static_cast<int>(i % g.nx), iz = static_cast<int>(i / g.nx);
         double e = 0, ln_s = 0;
@@ -68,8 +68,8 @@ std::size_t fill_held_nodes(const std::vector<std::size_t>& held, const std::vec
             if (jx < 0 || jz < 0 || jx >= g.nx || jz >= g.nz) continue;
             const std::size_t j = static_cast<std::size_t>(jz) * g.nx + jx;
             if (!is_free(weight[j])) continue;
-            e += before.eps_r.data()[j];
-            ln_s += std::log(before.sigma.data()[j]);
+            e += m.eps_r.data()[j];
+            ln_s += std::log(m.sigma.data()[j]);
             ++n;
         }
         if (n == 0) continue;

@@ -789,18 +789,17 @@ void read_inversion_smoothing(const YAML::Node& smoothing, bool auto_stages, con
 /// every source and receiver of the survey.
 void read_taper(const YAML::Node& taper, const Reader& r, const std::string& p, const RunConfig& c,
                 const AutomaticSettings& automatic, InversionSpec& s) {
+    if (taper) r.map(taper, p + ".taper", {"radius", "fill"});
+    const YAML::Node none(YAML::NodeType::Undefined);
+    const YAML::Node radius = taper ? taper["radius"] : none, fill = taper ? taper["fill"] : none;
     s.taper_radius_m = automatic.taper_radius_m;
-    if (taper) {
-        r.map(taper, p + ".taper", {"radius", "fill"});
-        if (const YAML::Node radius = taper["radius"]; radius && !is_auto(radius))
-            s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
-        if (taper["fill"]) s.taper_fill = r.boolean(taper["fill"], p + ".taper.fill");
-    }
-    if (!taper || !taper["radius"] || is_auto(taper["radius"]))
+    if (radius && !is_auto(radius)) s.taper_radius_m = r.number(radius, p + ".taper.radius", 0, 1e30);
+    if (fill) s.taper_fill = r.boolean(fill, p + ".taper.fill");
+    if (!radius || is_auto(radius))
         s.defaults.push_back(fmt::format("taper auto: {:.3g} m around each antenna ({} of the dominant wavelength, "
                                          "at least a cell)",
                                          s.taper_radius_m, kAutoTaperWavelengths));
-    if (s.taper_radius_m > 0 && !(taper && taper["fill"]))
+    if (s.taper_radius_m > 0 && !fill)
         s.defaults.push_back("taper.fill: true (at each stage's end the antennas' own nodes, which the taper holds, take "
                              "the mean of their free neighbours)");
     if (s.taper_radius_m > 0) s.taper_points = every_antenna(c);
