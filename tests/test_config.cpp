@@ -431,9 +431,10 @@ TEST(Ranks, ShotsAreSplitInBalancedContiguousBlocks) {
 // kAutoFloodedFullBandSmoothingShare of its automatic length, and last sigma
 // alone below kAutoFloodedSigmaBandOfLowBand of the low band's frequency for
 // kAutoFloodedSigmaIterations under the low band's rule; the campaigns with
-// antennas in the ground (crosshole, surface to borehole) keep the two
-// stages. `flood` on a listed stage needs a stage before it, and
-// `inversion.flood` automatic stages.
+// antennas in the ground (crosshole, surface to borehole) get sigma alone on
+// the low band first, then the low band and the full band (and no stage of
+// sigma first where they flood). `flood` on a listed stage needs a stage
+// before it, and `inversion.flood` automatic stages.
 TEST(Campaign, FloodsTheSurveysFromAbove) {
     const std::string suite = std::string(GPRFWI_SOURCE_DIR) + "/configs/benchmarks/";
     for (const char* name : {"surface-multi-offset", "surface-common-offset", "crosshole-one-sided",
@@ -464,18 +465,24 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_EQ(st[3].smoothing_m, st[0].smoothing_m);
             EXPECT_EQ(st[3].smoothing_sigma_m, st[0].smoothing_sigma_m);
             const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=false"});
-            ASSERT_EQ(off.inversion.stages.size(), 2u) << name;
+            ASSERT_EQ(off.inversion.stages.size(), 2u) << name << ": from above, no stage of sigma first";
             EXPECT_DOUBLE_EQ(off.inversion.stages[1].smoothing_m, kAutoFullBandSmoothingShare * off.inversion.smoothing_m);
             // a campaign's own smoothing stays the full band's, flooded or not
             const Campaign own = load_campaign(suite + name + "/campaign.yaml", {"inversion.smoothing={eps_r: 0.1, sigma: 0.2}"});
             ASSERT_EQ(own.inversion.stages.size(), 4u) << name;
             EXPECT_LT(own.inversion.stages[2].smoothing_m, 0.0) << "the campaign's smoothing";
-        } else {
-            ASSERT_EQ(st.size(), 2u) << name;
-            EXPECT_FALSE(st[0].flood || st[1].flood) << name;
-            EXPECT_DOUBLE_EQ(st[1].smoothing_m, kAutoFullBandSmoothingShare * c.inversion.smoothing_m) << name;
+        } else {  // sigma alone on the low band first, then the low band and the full band
+            ASSERT_EQ(st.size(), 3u) << name;
+            EXPECT_EQ(st[0].name, "low_sigma");
+            EXPECT_TRUE(!st[0].invert_eps_r && st[0].invert_sigma);
+            EXPECT_FALSE(st[0].flood || st[1].flood || st[2].flood) << name;
+            EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFullBandSmoothingShare * c.inversion.smoothing_m) << name;
             const Campaign on = load_campaign(suite + name + "/campaign.yaml", {"inversion.flood=true"});
-            EXPECT_EQ(on.inversion.stages.size(), 4u) << name;
+            ASSERT_EQ(on.inversion.stages.size(), 4u) << name;
+            EXPECT_EQ(on.inversion.stages[0].name, "low") << "a flooded campaign starts with the low band";
+            const Campaign off = load_campaign(suite + name + "/campaign.yaml", {"inversion.sigma_first=false"});
+            ASSERT_EQ(off.inversion.stages.size(), 2u) << name;
+            EXPECT_EQ(off.inversion.stages[0].name, "low");
         }
     }
     // the count follows the span of a shot's offsets against the inverted ground's depth (2.475 m):
@@ -501,6 +508,15 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
     ASSERT_EQ(two.inversion.stages.size(), 2u);
     EXPECT_TRUE(two.inversion.stages[1].flood);
     EXPECT_THROW(load_campaign(base, {listed, "inversion.flood=true"}), ConfigError);
+    EXPECT_THROW(load_campaign(base, {listed, "inversion.sigma_first=true"}), ConfigError);
+    EXPECT_THROW(load_campaign(base, {"inversion.sigma_first=maybe"}), ConfigError);
+    // asked for from above: sigma alone on the low band before the flooded stages
+    const Campaign first = load_campaign(base, {"inversion.sigma_first=true"});
+    ASSERT_EQ(first.inversion.stages.size(), 5u);
+    EXPECT_EQ(first.inversion.stages[0].name, "low_sigma");
+    EXPECT_TRUE(!first.inversion.stages[0].invert_eps_r && !first.inversion.stages[0].flood);
+    EXPECT_EQ(first.inversion.stages[1].name, "low");
+    EXPECT_TRUE(first.inversion.stages[2].flood);
     EXPECT_THROW(load_campaign(base, {"inversion.stages=[{name: a, parameters: [eps_r], iterations: 2, flood: true}]"}),
                  ConfigError);
 }
@@ -718,16 +734,31 @@ inversion:
     EXPECT_NEAR(scan.inversion.scan.max_frequency_hz, kScanBandOfDominant * f_dominant, 1e-6 * f_dominant);
     EXPECT_NEAR(scan.inversion.scan.eps_r_step,
                 std::min(std::log(1.25), 1.0 / (scan.inversion.scan.max_frequency_hz * c.run.nt * c.run.dt_s)), 1e-12);
-    // the stages: eps_r and sigma on the low band, then on all data
-    ASSERT_EQ(s.stages.size(), 2u);
-    EXPECT_NEAR(s.stages[0].max_frequency_hz, kAutoLowBandOfDominant * f_dominant, 1e-6 * f_dominant);
-    EXPECT_EQ(s.stages[1].max_frequency_hz, 0.0);
-    for (const StageSpec& st : s.stages) EXPECT_TRUE(st.invert_eps_r && st.invert_sigma) << st.name;
+    // the stages (antennas in the ground): sigma alone on the low band, then eps_r and sigma on the low
+    // band, then on all data
+    ASSERT_EQ(s.stages.size(), 3u);
+    const StageSpec &first = s.stages[0], &low = s.stages[1], &full = s.stages[2];
+    EXPECT_EQ(first.name, "low_sigma");
+    EXPECT_TRUE(!first.invert_eps_r && first.invert_sigma);
+    EXPECT_NEAR(low.max_frequency_hz, kAutoLowBandOfDominant * f_dominant, 1e-6 * f_dominant);
+    EXPECT_EQ(full.max_frequency_hz, 0.0);
+    EXPECT_TRUE(low.invert_eps_r && low.invert_sigma && full.invert_eps_r && full.invert_sigma);
     // the low band stops where its misfit settles; the full band runs its iterations (docs/inversion.md, "Defaults")
-    EXPECT_EQ(s.stages[0].min_relative_decrease, 0.005);
-    EXPECT_EQ(s.stages[0].decrease_window, 5);
-    EXPECT_EQ(s.stages[1].min_relative_decrease, 0.0);
-    EXPECT_EQ(s.stages[1].iterations, kAutoFullBandIterations);
+    EXPECT_EQ(low.min_relative_decrease, 0.005);
+    EXPECT_EQ(low.decrease_window, 5);
+    EXPECT_EQ(full.min_relative_decrease, 0.0);
+    EXPECT_EQ(full.iterations, kAutoFullBandIterations);
+    // sigma's stage is the low band's in all but eps_r
+    EXPECT_EQ(first.max_frequency_hz, low.max_frequency_hz);
+    EXPECT_EQ(first.iterations, low.iterations);
+    EXPECT_EQ(first.min_relative_decrease, low.min_relative_decrease);
+    EXPECT_EQ(first.decrease_window, low.decrease_window);
+    EXPECT_EQ(first.smoothing_m, low.smoothing_m);
+    EXPECT_EQ(first.smoothing_sigma_m, low.smoothing_sigma_m);
+    EXPECT_EQ(first.estimate_wavelet, low.estimate_wavelet);
+    const Campaign estimated = load_campaign(write_run_file("campaign_estimated", base), {"inversion.estimate_wavelet=true"});
+    ASSERT_EQ(estimated.inversion.stages.size(), 3u);
+    EXPECT_TRUE(estimated.inversion.stages[0].estimate_wavelet && estimated.inversion.stages[0].project_wavelet);
     const Campaign none = load_campaign(write_run_file("campaign_scan_none", base), {"inversion.scan=none"});
     EXPECT_FALSE(none.inversion.scan.eps_r || none.inversion.scan.sigma);
 }
@@ -748,7 +779,8 @@ inversion:
                                          "[[0.02, 0.02]]"),
                                 "[[0.8, 0.2]]", "[[0.08, 0.02]]");
     const std::vector<std::pair<std::string, std::vector<std::string>>> variants{
-        {base, {}}, {base, {"inversion.estimate_wavelet=true"}}, {base, {"inversion.flood=true"}}, {tiny, {}}};
+        {base, {}}, {base, {"inversion.estimate_wavelet=true"}}, {base, {"inversion.flood=true"}},
+        {base, {"inversion.sigma_first=false"}}, {tiny, {}}};
     for (const auto& [text, sets] : variants) {
         const Campaign automatic = load_campaign(write_run_file("campaign_auto_stages", text), sets);
         if (text == tiny) {
@@ -758,15 +790,19 @@ inversion:
         for (const std::string& d : automatic.inversion.defaults)
             if (d.rfind(prefix, 0) == 0) list = d.substr(prefix.size());
         ASSERT_FALSE(list.empty()) << "no written-out stages among the logged defaults";
-        // (inversion.flood belongs to stages: auto; a listed stage carries its own flood key)
+        // (inversion.flood and sigma_first belong to stages: auto; listed stages carry their own keys)
         std::vector<std::string> listed;
         for (const std::string& set : sets)
-            if (set != "inversion.flood=true") listed.push_back(set);
+            if (set.rfind("inversion.flood=", 0) != 0 && set.rfind("inversion.sigma_first=", 0) != 0) listed.push_back(set);
         listed.push_back("inversion.stages=" + list);
         const Campaign back = load_campaign(write_run_file("campaign_listed_stages", text), listed);
         const std::vector<StageSpec>& a = automatic.inversion.stages;
         const std::vector<StageSpec>& b = back.inversion.stages;
-        ASSERT_EQ(a.size(), sets.empty() || sets[0] != "inversion.flood=true" ? 2u : 4u) << list;
+        const std::size_t count = sets.empty() ? 3u
+                                  : sets[0] == "inversion.flood=true" ? 4u
+                                  : sets[0] == "inversion.sigma_first=false" ? 2u
+                                                                            : 3u;
+        ASSERT_EQ(a.size(), count) << list;
         ASSERT_EQ(b.size(), a.size()) << list;
         for (std::size_t i = 0; i < a.size(); ++i) {
             SCOPED_TRACE(a[i].name + " in " + list);

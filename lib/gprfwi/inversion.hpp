@@ -252,8 +252,11 @@ inline constexpr double kAutoLowBandOfDominant = 0.5;
 /// cases and those outside it were measured with (docs/inversion.md,
 /// "Defaults" and "Benchmarks").
 inline constexpr int kAutoFullBandIterations = 320;
-/// A survey that sees the ground from above only gets a third stage between
-/// the two (`inversion.flood`, read with the campaign): the low band again
+/// A survey with antennas within the inverted region gets a stage before the
+/// two (`inversion.sigma_first`, read with the campaign): sigma alone on the
+/// low band's data, eps_r held at the start. A survey that sees the ground
+/// from above only gets a third stage between the two (`inversion.flood`,
+/// read with the campaign): the low band again
 /// from its model flooded (StageSpec::flood), whose reflections leave the
 /// ground below the deepest reflector where the start put it; and a last
 /// stage of sigma alone (kAutoFloodedSigmaBandOfLowBand).

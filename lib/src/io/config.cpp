@@ -649,21 +649,20 @@ double widest_offset_span(const RunConfig& c) {
 /// Flooding (`flood`: auto, true or false) with automatic stages: the low
 /// band again from its model flooded, the full band of eps_r alone, then
 /// sigma alone in a lower band, where asked or, auto, where every antenna
-/// lies above the inverted region (a survey from above).
-void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, const std::string& p, const RunConfig& c,
-                InversionSpec& s) {
+/// lies above the inverted region (a survey from above; `weight` the
+/// updates' weights). Returns whether it floods.
+bool read_flood(const YAML::Node& flood, bool auto_stages, const std::vector<double>& weight, bool from_above,
+                const Reader& r, const std::string& p, const RunConfig& c, InversionSpec& s) {
     if (flood && !auto_stages)
         r.fail(flood, p + ".flood", "applies to stages: auto; a listed stage floods with its own `flood: true`");
-    if (!auto_stages) return;
-    const std::vector<double> weight = update_weights(s, c.grid);
-    const bool from_above = survey_above_free_nodes(every_antenna(c), weight, c.grid);
+    if (!auto_stages) return false;
     const bool on = flood && !is_auto(flood) ? r.boolean(flood, p + ".flood") : from_above;
     if (!flood || is_auto(flood))
         s.defaults.push_back(from_above ? "flood auto: on (every antenna above the inverted region): the low band again "
                                           "from its model with a step below each column's deepest change or jump in "
                                           "change, of the band and height the data choose, kept where it fits better"
                                         : "flood auto: off (antennas within the inverted region)");
-    if (!on) return;
+    if (!on) return false;
     // the stages added on the low band's data: its rule and smoothing, its wavelet estimate kept
     auto on_low_band = [&](const char* name, int iterations) {
         StageSpec st = s.stages.front();
@@ -695,6 +694,37 @@ void read_flood(const YAML::Node& flood, bool auto_stages, const Reader& r, cons
         last.iterations, last.max_frequency_hz, kAutoFloodedSigmaBandOfLowBand));
     s.stages.insert(s.stages.begin() + 1, flooded);
     s.stages.push_back(last);
+    return true;
+}
+
+/// `sigma_first` (auto, true or false) with automatic stages: sigma alone on
+/// the low band's data before the low band (its band, rule, count and
+/// smoothing), eps_r held where the start (a traveltime tomography's, as a
+/// rule) put it; auto: where the antennas lie within the inverted region
+/// (crosshole, surface to borehole) and the campaign does not flood. The
+/// start's sigma is a guess, and where eps_r is free while the amplitudes are
+/// far off, eps_r takes a share of them and drifts from the traveltimes'
+/// model (docs/inversion.md, "Defaults").
+void read_sigma_first(const YAML::Node& node, bool auto_stages, bool from_above, bool flooded, const Reader& r,
+                      const std::string& p, InversionSpec& s) {
+    if (node && !auto_stages)
+        r.fail(node, p + ".sigma_first", "applies to stages: auto; list a stage of sigma alone instead");
+    if (!auto_stages) return;
+    const bool given = node && !is_auto(node);
+    const bool on = given ? r.boolean(node, p + ".sigma_first") : !from_above && !flooded;
+    if (!on) {
+        if (!given) s.defaults.push_back("sigma_first auto: off (every antenna above the inverted region, or flooded)");
+        return;
+    }
+    StageSpec first = s.stages.front();
+    first.name = "low_sigma";
+    first.invert_eps_r = false;
+    first.invert_sigma = true;
+    first.flood = false;
+    s.stages.insert(s.stages.begin(), first);
+    s.defaults.push_back(fmt::format("sigma_first{}: a stage of sigma alone on the low band's data first (up to {} "
+                                     "iterations under its rule), eps_r held at the start",
+                                     given ? "" : " auto: on (antennas within the inverted region)", first.iterations));
 }
 
 /// The regularisation of eps_r and sigma (`reg`): as given, or total
@@ -845,7 +875,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     const std::string p = "inversion";
     r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
                    "true_model", "estimate_wavelet", "wavelet_projection", "scan", "method", "newton", "max_propagations",
-                   "flood"});
+                   "flood", "sigma_first"});
     InversionSpec s;
     if (const YAML::Node b = inv["bounds"]) {
         r.map(b, p + ".bounds", {"eps_r", "sigma"});
@@ -922,8 +952,12 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
     read_taper(inv["taper"], r, p, c, automatic, s);
-    read_flood(inv["flood"], !stages || is_auto(stages), r, p, c, s);
-    if (!stages || is_auto(stages))
+    const bool auto_stages = !stages || is_auto(stages);
+    const std::vector<double> weight = auto_stages ? update_weights(s, c.grid) : std::vector<double>{};
+    const bool from_above = auto_stages && survey_above_free_nodes(every_antenna(c), weight, c.grid);
+    const bool flooded = read_flood(inv["flood"], auto_stages, weight, from_above, r, p, c, s);
+    read_sigma_first(inv["sigma_first"], auto_stages, from_above, flooded, r, p, s);
+    if (auto_stages)
         s.defaults.push_back("stages auto, written out (inversion.stages reads this list back to the same stages): " +
                              stages_written_out(s.stages));
     if (const YAML::Node save = inv["save"]) {
