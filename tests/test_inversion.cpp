@@ -1901,6 +1901,20 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     EXPECT_THROW(invert(start, spec, q, dir, "", false), StopRequested);
     ASSERT_TRUE(std::filesystem::exists(dir + "/checkpoint.h5"));
     clear_stop_request();  // as a new process would start
+    {  // the stages changed since the run began (a stage put before them): no resume, the checkpoint kept
+        InversionSpec changed = spec;
+        StageSpec first = spec.stages.front();
+        first.name = "first";
+        changed.stages.insert(changed.stages.begin(), first);
+        Quadratic q1(g, 1.0);
+        try {
+            invert(start, changed, q1, dir, "", true);
+            ADD_FAILURE() << "resumed a checkpoint of stage both as stage eps";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("stages changed since the run began"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(q1.evaluations, 0) << "nothing evaluated before the refusal";
+    }
     Quadratic q2(g, 1.0);
     const InversionResult r = invert(start, spec, q2, dir, "", true);
     std::set<std::pair<std::string, int>> seen;

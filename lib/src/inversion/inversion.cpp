@@ -930,6 +930,15 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         if (s.stage < 0 || s.stage >= static_cast<int>(spec.stages.size()))
             throw Error(fmt::format("{}: stage {} is not a stage of this campaign", checkpoint, s.stage));
         result.history = parse_history(s.history_csv);
+        // the checkpoint's last row is of its stage: where this campaign's stage of that index has another
+        // name, its stages changed since the run began, and the resume would run them from the wrong place
+        if (!result.history.empty() && result.history.back().stage != spec.stages[s.stage].name)
+            throw Error(fmt::format("{}: the checkpoint is of stage {} ({}), but this campaign's stage {} is {}: its "
+                                    "stages changed since the run began (inversion.stages, or the automatic stages "
+                                    "of another version: inversion.sigma_first, inversion.flood); resume with the "
+                                    "stages it ran (its log writes them out), or run again without --resume",
+                                    checkpoint, s.stage + 1, result.history.back().stage, s.stage + 1,
+                                    spec.stages[s.stage].name));
         state = s;
         spdlog::info("resuming from {}: stage {} ({}), {} history rows", checkpoint, spec.stages[s.stage].name,
                      s.stage_done ? "done" : fmt::format("after iteration {}", s.iterations), result.history.size());
