@@ -1936,6 +1936,26 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
 }
 
+// Where the taper's fill changes the last stage's model after its last row
+// (whose misfit is the last iterate's), the campaign evaluates the final
+// model's own misfit; where the fill changes nothing, it does not.
+TEST(Tao, FinalModelsMisfitWhereTheFillChangedIt) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.taper_radius_m = 0.1;
+    spec.taper_points = {{0.4, 0.4}};  // node (4, 4), held at the start's 5.0 through both stages
+    const Model start = Model::uniform(g, 5.0, 0.002);
+    Quadratic q(g, 1.0);
+    const InversionResult r = invert(start, spec, q, scratch_dir("final-misfit"), "", false);
+    ASSERT_TRUE(r.final_misfit.has_value());
+    Quadratic fresh(g, 1.0);
+    EXPECT_DOUBLE_EQ(*r.final_misfit, fresh.misfit(r.model, spec.stages.back()));
+    EXPECT_NE(*r.final_misfit, r.history.back().misfit) << "the node filled after the last row";
+    spec.taper_fill = false;
+    Quadratic q2(g, 1.0);
+    EXPECT_FALSE(invert(start, spec, q2, scratch_dir("final-misfit-unfilled"), "", false).final_misfit.has_value());
+}
+
 // A stage with a rule on its misfit ends at its least-misfit iterate, not at
 // its last: here the smoothness term pulls the model off the data's best fit
 // (the ramp of the quadratic's minimum), so the objective falls while the

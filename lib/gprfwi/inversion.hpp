@@ -466,6 +466,11 @@ struct InversionResult {
     /// The observed data's level against the start's, where a fresh campaign
     /// measured it (it warns beyond kAmplitudeWarnFactor); ratio 0 where not.
     AmplitudeRatio start_amplitudes;
+    /// The misfit of `model` on the last stage's data, where the taper's fill
+    /// changed it after the stage's last history row (whose misfit is the
+    /// last iterate's); none where the fill changed nothing or the last stage
+    /// did not run in this call.
+    std::optional<double> final_misfit;
 };
 
 /// Runs the stages from `start` (or, with resume, from `<out>/checkpoint.h5`),

@@ -160,6 +160,8 @@ public:
     }
 
     bool stopped_by_signal() const { return stopped_; }
+    /// How many nodes the taper's fill changed at the stage's end.
+    std::size_t filled() const { return filled_; }
     double campaign_seconds() const { return campaign_offset_ + elapsed(); }
 
 private:
@@ -395,6 +397,7 @@ private:
     void fill_taper_held() {
         const std::vector<std::size_t> held = taper_held_nodes(spec_, model_.grid);
         const std::size_t filled = fill_held_nodes(held, weight_, stage_.invert_eps_r, stage_.invert_sigma, model_);
+        filled_ = filled;
         if (filled > 0)
             spdlog::info("stage {}: the {} antenna nodes the taper holds take the mean of their free neighbours "
                          "(inversion.taper.fill)",
@@ -442,6 +445,7 @@ private:
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
+    std::size_t filled_ = 0;
     int iteration_offset_ = 0, evaluation_offset_ = 0, propagation_offset_ = 0;
     InversionMethod method_ = InversionMethod::lbfgs;
     double stage_seconds_offset_ = 0, campaign_offset_ = 0;
@@ -962,6 +966,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         const Model before = read_model_h5(flood_file(out_dir, first - 1, flooding.name), start.grid);
         settle_flood(result.model, before, std::nullopt, flooding, objective);
     }
+    std::size_t last_filled = 0;  // the nodes the fill changed after the last stage's last row
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
         if (propagation_budget_spent(spec.max_propagations, result.history)) {
@@ -1008,6 +1013,13 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));
         if (before_flood) settle_flood(result.model, *before_flood, before_flood_misfit, stage, objective);
+        last_filled = k + 1 == static_cast<int>(spec.stages.size()) ? run.filled() : 0;
+    }
+    if (last_filled > 0) {  // the last history row is the last iterate's: the final model's own misfit
+        const StageSpec& last = spec.stages.back();
+        result.final_misfit = objective.misfit(result.model, last);
+        spdlog::info("stage {}: misfit {:.6g} with the antennas' nodes filled (the last iterate's {:.6g})", last.name,
+                     *result.final_misfit, result.history.empty() ? 0.0 : result.history.back().misfit);
     }
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
