@@ -396,12 +396,11 @@ private:
     /// after the stage's last iterate, so that its history stays its own.
     void fill_taper_held() {
         const std::vector<std::size_t> held = taper_held_nodes(spec_, model_.grid);
-        const std::size_t filled = fill_held_nodes(held, weight_, stage_.invert_eps_r, stage_.invert_sigma, model_);
-        filled_ = filled;
-        if (filled > 0)
+        filled_ = fill_held_nodes(held, weight_, stage_.invert_eps_r, stage_.invert_sigma, model_);
+        if (filled_ > 0)
             spdlog::info("stage {}: the {} antenna nodes the taper holds take the mean of their free neighbours "
                          "(inversion.taper.fill)",
-                         stage_.name, filled);
+                         stage_.name, filled_);
     }
 
     void log_times() const {
@@ -1013,7 +1012,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));
         if (before_flood) settle_flood(result.model, *before_flood, before_flood_misfit, stage, objective);
-        last_filled = k + 1 == static_cast<int>(spec.stages.size()) ? run.filled() : 0;
+        if (k + 1 == static_cast<int>(spec.stages.size())) last_filled = run.filled();
     }
     if (last_filled > 0) {  // the last history row is the last iterate's: the final model's own misfit
         const StageSpec& last = spec.stages.back();

@@ -720,7 +720,6 @@ void read_sigma_first(const YAML::Node& node, bool auto_stages, bool from_above,
     first.name = "low_sigma";
     first.invert_eps_r = false;
     first.invert_sigma = true;
-    first.flood = false;
     s.stages.insert(s.stages.begin(), first);
     s.defaults.push_back(fmt::format("sigma_first{}: a stage of sigma alone on the low band's data first (up to {} "
                                      "iterations under its rule), eps_r held at the start",
