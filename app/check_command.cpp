@@ -106,9 +106,11 @@ void run_check(const CheckArgs& a) {
             fmt::print("    stage {}: {}, {}, up to {} iterations{}; smoothing {:.4g} m (eps_r), {:.4g} m (sigma){}\n", s.name,
                        s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
                        s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations,
-                       s.min_relative_decrease > 0 ? fmt::format(" (until the misfit falls by less than {} over {})",
-                                                                 s.min_relative_decrease, s.decrease_window)
-                                                   : "",
+                       s.min_relative_decrease > 0
+                           ? fmt::format(" (until the misfit falls by less than {} over {}{})", s.min_relative_decrease,
+                                         s.decrease_window,
+                                         s.min_iterations > 0 ? fmt::format(", after at least {}", s.min_iterations) : "")
+                           : "",
                        smoothing_length(*inversion, s, 0), smoothing_length(*inversion, s, 1), s.flood ? "; flooded" : "");
         }
         // what the run file left to auto, as invert logs it (the stages among them written out as a list)

@@ -454,6 +454,8 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_EQ(st[2].iterations, std::string(name) == "surface-multi-offset" ? kAutoFloodedWideOffsetFullBandIterations
                                                                                      : kAutoFloodedFullBandIterations) << name;
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
+            EXPECT_EQ(st[2].min_relative_decrease, 0.0) << name << ": the flooded full band runs its whole length";
+            EXPECT_EQ(st[2].min_iterations, 0) << name;
             EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFloodedFullBandSmoothingShare * kAutoFullBandSmoothingShare *
                                                     c.inversion.smoothing_m) << name;
             EXPECT_EQ(st[3].name, "sigma");
@@ -600,6 +602,14 @@ inversion:
     EXPECT_EQ(s.stages[1].smoothing_sigma_m, 0.0) << "off in this stage";
     EXPECT_TRUE(s.stages[1].invert_sigma);
     EXPECT_EQ(s.stages[1].iterations, 7);
+    EXPECT_EQ(s.stages[1].min_iterations, 0) << "the rule from the first iteration";
+    {
+        const Campaign late = load_campaign(
+            write_run_file("campaign", base),
+            {"inversion.stages=[{name: a, parameters: [eps_r], iterations: 9, min_relative_decrease: 0.02, "
+             "decrease_window: 4, min_iterations: 6}]"});
+        EXPECT_EQ(late.inversion.stages[0].min_iterations, 6);
+    }
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
     EXPECT_EQ(s.taper_points.size(), 2u);  // the source and the receiver
     EXPECT_EQ(s.taper_radius_m, 0.05);
@@ -638,6 +648,10 @@ inversion:
         {{"inversion.bounds.sigma=[0, 0.1]"}, "inversion.bounds.sigma[0]: expected a number in (0, 10000], got 0"},
         {{"inversion.misfit=l1"}, "inversion.misfit: expected one of l2, normalized, relative, envelope, got 'l1' (did you mean 'l2'?)"},
         {{"inversion.stages=[{name: a, parameters: [eps], iterations: 3}]"}, "inversion.stages[0].parameters[0]: expected one of eps_r, sigma, got 'eps'"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, min_iterations: 2}]"},
+         "inversion.stages[0].min_iterations: applies to the rule on the misfit: give min_relative_decrease too"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, min_relative_decrease: 0.1, min_iterations: 4}]"},
+         "inversion.stages[0].min_iterations: expected an integer in [0, 3], got '4'"},
         {{"inversion.stages=[{name: a, parameters: [eps_r, eps_r], iterations: 3}]"}, "'eps_r' is listed twice"},
         {{"inversion.stages=[{name: a, parameters: [eps_r]}]"}, "inversion.stages[0]: missing key 'iterations'"},
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, max_frequency: 2.0e10}]"}, "is not below the Nyquist frequency"},
@@ -743,11 +757,16 @@ inversion:
     EXPECT_NEAR(low.max_frequency_hz, kAutoLowBandOfDominant * f_dominant, 1e-6 * f_dominant);
     EXPECT_EQ(full.max_frequency_hz, 0.0);
     EXPECT_TRUE(low.invert_eps_r && low.invert_sigma && full.invert_eps_r && full.invert_sigma);
-    // the low band stops where its misfit settles; the full band runs its iterations (docs/inversion.md, "Defaults")
+    // the low band stops where its misfit settles; the full band runs its iterations, and on while its misfit
+    // still falls (docs/inversion.md, "Defaults")
     EXPECT_EQ(low.min_relative_decrease, 0.005);
     EXPECT_EQ(low.decrease_window, 5);
-    EXPECT_EQ(full.min_relative_decrease, 0.0);
-    EXPECT_EQ(full.iterations, kAutoFullBandIterations);
+    EXPECT_EQ(low.min_iterations, 0);
+    EXPECT_EQ(full.min_iterations, kAutoFullBandIterations);
+    EXPECT_EQ(full.min_relative_decrease, kAutoFullBandMinDecrease);
+    EXPECT_EQ(full.decrease_window, kAutoFullBandDecreaseWindow);
+    EXPECT_EQ(full.iterations, kAutoFullBandMaxIterations);
+    EXPECT_LT(full.min_iterations, full.iterations);
     // sigma's stage is the low band's in all but eps_r
     EXPECT_EQ(first.max_frequency_hz, low.max_frequency_hz);
     EXPECT_EQ(first.iterations, low.iterations);
@@ -813,6 +832,7 @@ inversion:
             EXPECT_EQ(b[i].min_relative_decrease, a[i].min_relative_decrease);
             if (a[i].min_relative_decrease > 0) {
                 EXPECT_EQ(b[i].decrease_window, a[i].decrease_window);
+                EXPECT_EQ(b[i].min_iterations, a[i].min_iterations);
             }
             EXPECT_EQ(b[i].gradient_tolerance, a[i].gradient_tolerance);
             EXPECT_EQ(b[i].max_seconds, a[i].max_seconds);

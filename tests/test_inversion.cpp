@@ -808,6 +808,15 @@ TEST(StageStopping, MisfitWindowTimeAndPropagationBudgets) {
     EXPECT_NE(stage_stop_reason(st, h, 0, 0).find("less than 0.01 over 3"), std::string::npos);
     h.back().misfit = 4.94;  // 1.2%: goes on
     EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "");
+    // the rule from the stage's min_iterations-th iteration on
+    for (std::size_t i = 0; i < h.size(); ++i) h[i].iteration = static_cast<int>(i) - 1;  // low: -1; full: 0..3
+    h.back().misfit = 4.96;
+    st.min_iterations = 4;
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "") << "the rule before the stage's min_iterations";
+    st.min_iterations = 3;
+    EXPECT_NE(stage_stop_reason(st, h, 0, 0).find("less than 0.01 over 3"), std::string::npos);
+    st.min_iterations = 0;
+    h.back().misfit = 4.94;
     st.max_seconds = 60;
     EXPECT_EQ(stage_stop_reason(st, h, 59.9, 0), "");
     EXPECT_NE(stage_stop_reason(st, h, 60.1, 0).find("wall-time budget of 60 s"), std::string::npos);
@@ -2015,6 +2024,26 @@ TEST(Tao, StageWithAMisfitRuleEndsAtItsLeastMisfit) {
     EXPECT_FALSE(h5_has_dataset(early + "/checkpoint.h5", kLeastEpsR));
     Quadratic q5(g, 1.0);
     EXPECT_EQ(invert(start, spec, q5, early, "", true).model.eps_r.values(), at_least.eps_r.values());
+
+    // with the rule from a later iteration on: the stage runs at least that long, and ends at its least
+    // misfit among the iterates from there on, not at the earlier least
+    const int later = least->iteration + 2;
+    spec.stages[0].min_iterations = later;
+    spec.stages[0].iterations = 20;
+    const std::string late_dir = scratch_dir("least-misfit-later");
+    Quadratic q6(g, 1.0);
+    const InversionResult late = invert(start, spec, q6, late_dir, "", false);
+    ASSERT_GE(late.history.back().iteration, later);
+    const auto late_least = std::min_element(late.history.begin(), late.history.end(),
+                                             [&](const HistoryRow& a, const HistoryRow& b) {
+                                                 return (a.iteration >= later) > (b.iteration >= later) ||
+                                                        ((a.iteration >= later) == (b.iteration >= later) && a.misfit < b.misfit);
+                                             });
+    ASSERT_GE(late_least->iteration, later);
+    EXPECT_GT(late_least->misfit, least->misfit) << "the misfit keeps rising: the later least is above the first";
+    EXPECT_EQ(late.model.eps_r.values(),
+              read_model_h5(fmt::format("{}/models/01_eps_{:03}.h5", late_dir, late_least->iteration), g).eps_r.values());
+    spec.stages[0].min_iterations = 0;
 
     // without the rule the stage ends where it stops
     spec.stages[0].min_relative_decrease = 0;

@@ -93,7 +93,8 @@ std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryR
                               long max_propagations) {
     std::string why;
     const int w = stage.decrease_window;
-    if (stage.min_relative_decrease > 0 && static_cast<int>(history.size()) > w) {
+    if (stage.min_relative_decrease > 0 && static_cast<int>(history.size()) > w &&
+        history.back().iteration >= stage.min_iterations) {
         const double j = history.back().misfit;
         const HistoryRow& old = history[history.size() - 1 - static_cast<std::size_t>(w)];
         if (old.stage == stage.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage.min_relative_decrease)
@@ -207,7 +208,7 @@ private:
     }
 
     void note_least(int iteration, double j) {
-        if (!ends_at_least_misfit(stage_) || !(j < least_misfit_)) return;
+        if (!ends_at_least_misfit(stage_) || iteration < stage_.min_iterations || !(j < least_misfit_)) return;
         least_misfit_ = j;
         least_iteration_ = iteration;
         if (!least_) least_.emplace(model_);
@@ -228,7 +229,7 @@ private:
             return;
         }
         for (const HistoryRow& r : history_)
-            if (r.stage == stage_.name && r.misfit < least_misfit_) {
+            if (r.stage == stage_.name && r.iteration >= stage_.min_iterations && r.misfit < least_misfit_) {
                 least_misfit_ = r.misfit;
                 least_iteration_ = r.iteration;
             }
@@ -906,8 +907,10 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     StageSpec full = low;
     full.name = "full";
     full.max_frequency_hz = 0;
-    full.iterations = kAutoFullBandIterations;
-    full.min_relative_decrease = 0;  // (no rule on the misfit: its whole length)
+    full.iterations = kAutoFullBandMaxIterations;
+    full.min_iterations = kAutoFullBandIterations;
+    full.min_relative_decrease = kAutoFullBandMinDecrease;
+    full.decrease_window = kAutoFullBandDecreaseWindow;
     return {low, full};
 }
 

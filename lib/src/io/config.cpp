@@ -581,7 +581,7 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
                      const std::vector<StageSpec>& earlier, double longest_smoothing) {
     const std::string sp = fmt::format("{}.stages[{}]", p, i);
     r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                  "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
+                  "min_iterations", "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
                   "flood"});
     StageSpec st;
     st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
@@ -606,6 +606,11 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     st.iterations = static_cast<int>(r.integer(r.required(n, sp, "iterations"), sp + ".iterations", 1, 100000));
     if (n["min_relative_decrease"]) st.min_relative_decrease = r.number(n["min_relative_decrease"], sp + ".min_relative_decrease", 0, 1);
     if (n["decrease_window"]) st.decrease_window = static_cast<int>(r.integer(n["decrease_window"], sp + ".decrease_window", 1, 1000));
+    if (n["min_iterations"]) {
+        if (!(st.min_relative_decrease > 0))
+            r.fail(n["min_iterations"], sp + ".min_iterations", "applies to the rule on the misfit: give min_relative_decrease too");
+        st.min_iterations = static_cast<int>(r.integer(n["min_iterations"], sp + ".min_iterations", 0, st.iterations));
+    }
     if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
     if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
     if (n["max_evaluations"]) st.max_evaluations = static_cast<int>(r.integer(n["max_evaluations"], sp + ".max_evaluations", 1, 1000000));
@@ -680,6 +685,9 @@ bool read_flood(const YAML::Node& flood, bool auto_stages, const std::vector<dou
     const double span = widest_offset_span(c), depth = free_depth_m(weight, c.grid);
     const bool wide = span >= depth;
     full.iterations = wide ? kAutoFloodedWideOffsetFullBandIterations : kAutoFloodedFullBandIterations;
+    full.min_relative_decrease = 0;  // (its whole length, as measured: "Flooding's full band")
+    full.min_iterations = 0;
+    full.decrease_window = StageSpec{}.decrease_window;
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
@@ -850,6 +858,7 @@ std::string stages_written_out(const std::vector<StageSpec>& stages) {
         if (st.min_relative_decrease > 0)
             out += fmt::format(", min_relative_decrease: {}, decrease_window: {}", st.min_relative_decrease,
                                st.decrease_window);
+        if (st.min_relative_decrease > 0 && st.min_iterations > 0) out += fmt::format(", min_iterations: {}", st.min_iterations);
         if (st.gradient_tolerance > 0) out += fmt::format(", gradient_tolerance: {}", st.gradient_tolerance);
         if (st.max_seconds > 0) out += fmt::format(", max_seconds: {}", st.max_seconds);
         if (st.max_evaluations > 0) out += fmt::format(", max_evaluations: {}", st.max_evaluations);
@@ -896,10 +905,12 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.stages = automatic_stages(f_dominant);
         s.defaults.push_back(fmt::format("stages auto: up to {} iterations of eps_r and sigma on data below {:.4g} Hz "
                                          "({} of the wavelet's dominant frequency), until the misfit falls by less than "
-                                         "{}% over {} iterations (ending at its least misfit), then {} on the full band",
+                                         "{}% over {} iterations (ending at its least misfit), then at least {} on the "
+                                         "full band, and on while its misfit falls by at least {}% over {}, up to {}",
                                          s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
                                          100 * s.stages[0].min_relative_decrease, s.stages[0].decrease_window,
-                                         s.stages[1].iterations));
+                                         s.stages[1].min_iterations, 100 * s.stages[1].min_relative_decrease,
+                                         s.stages[1].decrease_window, s.stages[1].iterations));
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
