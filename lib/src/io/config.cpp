@@ -687,7 +687,6 @@ bool read_flood(const YAML::Node& flood, bool auto_stages, const std::vector<dou
     full.iterations = wide ? kAutoFloodedWideOffsetFullBandIterations : kAutoFloodedFullBandIterations;
     full.min_relative_decrease = 0;  // (its whole length, as measured: "Flooding's full band")
     full.min_iterations = 0;
-    full.decrease_window = StageSpec{}.decrease_window;
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
