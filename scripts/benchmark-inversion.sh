@@ -9,7 +9,7 @@
 # OUT/figures/ (truth, start, result and oracle; error against propagations)
 # and OUT/CASE.json (every number).
 #   scripts/benchmark-inversion.sh [-b BIN_DIR] [-o OUT] [-n RANKS] [-c CASES_DIR] [--backend auto|cpu|cuda]
-#                                  [-s KEY=VALUE ...] [-t OPTION ...] [CASE ...]
+#                                  [-s KEY=VALUE ...] [-t OPTION ...] [--resume] [CASE ...]
 # BIN_DIR holds gprfwi (default build/app); OUT defaults to benchmark-run;
 # CASES_DIR to configs/benchmarks; -s sets a campaign key of every case's
 # inversion (as gprfwi's --set; repeatable), to try a setting on the whole
@@ -18,12 +18,17 @@
 # (each holds truth.yaml, campaign.yaml and case.env, or a case.env whose
 # BASE names another case's folder, relative to its own, and whose SETS are
 # the --set KEY=VALUE words that make that case's truth and campaign its
-# own). Python: Debian's python3 with numpy, h5py and matplotlib
+# own). A campaign stopped by SIGTERM or SIGUSR1 (gprfwi's exit code 3, a
+# batch job's time limit) stops the script with that code; --resume then
+# continues every case whose OUT/CASE/inversion/checkpoint.h5 exists from
+# it, with its data, start and tomography as they are, keeps the cases
+# already scored and runs the others from scratch; a case's seconds add its
+# runs' up (a resumed stage restarts its L-BFGS memory: docs/cluster.md). Python: Debian's python3 with numpy, h5py and matplotlib
 # (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/app out=$here/benchmark-run ranks=1 backend=auto cases=() suite=$here/configs/benchmarks settings=()
-tomography_extra=()
+tomography_extra=() resume=0
 python=${PYTHON:-/usr/bin/python3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -34,7 +39,8 @@ while [ $# -gt 0 ]; do
     --backend) backend=$2; shift 2 ;;
     -s|--set) settings+=(--set "$2"); shift 2 ;;
     -t) tomography_extra+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,20p "$0"; exit 0 ;;
+    --resume) resume=1; shift ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
     -*) echo "benchmark-inversion.sh: unknown option $1" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
   esac
@@ -62,36 +68,61 @@ for case in "${cases[@]}"; do
   for s in $SETS; do own+=(--set "$s"); done
   TOMOGRAPHY_OPTIONS="$TOMOGRAPHY_OPTIONS ${tomography_extra[*]+${tomography_extra[*]}}"
   work=$out/$case
-  rm -rf "$work" && mkdir -p "$work"
   log=$work/log.txt
-  echo "== $case" | tee "$log"
-  start=$(date +%s.%N)
-  "${mpi[@]}" "$gprfwi" forward "$files/truth.yaml" -o "$work/truth" ${own[@]+"${own[@]}"} \
-    --set propagator.backend="$backend" >> "$log" 2>&1
-  data=(--set data.observed="$work/truth/synthetic.h5")
-  if [ -n "$FIELD" ]; then
-    mkdir -p "$work/field"
-    # shellcheck disable=SC2086
-    "$gprfwi" convert "$work/truth/synthetic.h5" "$work/field/line.sgy" $FIELD >> "$log" 2>&1
-    data=(--set data.observed.file="$work/field/line.sgy")
+  resumed=0 before=0
+  if [ "$resume" = 1 ] && [ -f "$work/seconds" ] && [ -f "$out/$case.json" ]; then
+    echo "== $case (done before)"
+    continue
+  elif [ "$resume" = 1 ] && [ -f "$work/inversion/checkpoint.h5" ]; then
+    resumed=1
+    before=$(cat "$work/seconds.stopped" 2>/dev/null || echo 0)
+    echo "== $case (resumed from its checkpoint)" | tee -a "$log"
+  else
+    rm -rf "$work" && mkdir -p "$work"
+    echo "== $case" | tee "$log"
   fi
+  start=$(date +%s.%N)
+  data=(--set data.observed="$work/truth/synthetic.h5")
+  [ -z "$FIELD" ] || data=(--set data.observed.file="$work/field/line.sgy")
   run=(${own[@]+"${own[@]}"} --set propagator.backend="$backend" "${data[@]}")
-  # the campaign's own starting model, for the scores' "start"
-  "$gprfwi" forward "$files/campaign.yaml" -o "$work/start" "${run[@]}" --set time.nt=1 >> "$log" 2>&1
-  begin=()
+  begin=() again=()
+  if [ "$resumed" = 1 ]; then
+    again=(--resume)
+  else
+    "${mpi[@]}" "$gprfwi" forward "$files/truth.yaml" -o "$work/truth" ${own[@]+"${own[@]}"} \
+      --set propagator.backend="$backend" >> "$log" 2>&1
+    if [ -n "$FIELD" ]; then
+      mkdir -p "$work/field"
+      # shellcheck disable=SC2086
+      "$gprfwi" convert "$work/truth/synthetic.h5" "$work/field/line.sgy" $FIELD >> "$log" 2>&1
+    fi
+    # the campaign's own starting model, for the scores' "start"
+    "$gprfwi" forward "$files/campaign.yaml" -o "$work/start" "${run[@]}" --set time.nt=1 >> "$log" 2>&1
+  fi
   if [ "$TOMOGRAPHY" = 1 ]; then
-    # shellcheck disable=SC2086
-    "${mpi[@]}" "$gprfwi" tomography "$files/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
-    grep -E "RMS traveltime residual .* ->|time zero" "$log" | sed 's/^.*\] //' || true
-    grep -E "RMS log amplitude ratio .* ->" "$log" | sed 's/^.*\] //' || true
+    if [ "$resumed" = 0 ]; then
+      # shellcheck disable=SC2086
+      "${mpi[@]}" "$gprfwi" tomography "$files/campaign.yaml" -o "$work/tomography" "${run[@]}" $TOMOGRAPHY_OPTIONS >> "$log" 2>&1
+      grep -E "RMS traveltime residual .* ->|time zero" "$log" | sed 's/^.*\] //' || true
+      grep -E "RMS log amplitude ratio .* ->" "$log" | sed 's/^.*\] //' || true
+    fi
     begin=(--set "model.eps_r={file: $work/tomography/tomography.h5}")
     case " $TOMOGRAPHY_OPTIONS " in
       *" --amplitudes "*) begin+=(--set "model.sigma={file: $work/tomography/tomography.h5}") ;;
     esac
   fi
-  "${mpi[@]}" "$gprfwi" invert "$files/campaign.yaml" -o "$work/inversion" "${run[@]}" "${begin[@]}" \
-    --set inversion.true_model="$work/truth/model.h5" ${settings[@]+"${settings[@]}"} >> "$log" 2>&1
-  seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
+  "${mpi[@]}" "$gprfwi" invert "$files/campaign.yaml" -o "$work/inversion" "${run[@]}" ${begin[@]+"${begin[@]}"} \
+    --set inversion.true_model="$work/truth/model.h5" ${settings[@]+"${settings[@]}"} ${again[@]+"${again[@]}"} >> "$log" 2>&1 || {
+    code=$?
+    awk "BEGIN { print $(date +%s.%N) - $start + $before }" > "$work/seconds.stopped"
+    if [ "$code" = 3 ]; then
+      echo "benchmark-inversion.sh: $case stopped at its checkpoint; --resume continues it" >&2
+    else
+      echo "benchmark-inversion.sh: $case: gprfwi invert failed with code $code (its log: $log)" >&2
+    fi
+    exit "$code"
+  }
+  seconds=$(awk "BEGIN { print $(date +%s.%N) - $start + $before }")
   grep -E "inversion\.(stages|smoothing|taper) auto|done in" "$log" | sed 's/^.*\] //'
   # shellcheck disable=SC2086
   "$python" "$here/scripts/plot/inversion-metrics.py" "$work/truth/model.h5" "$work/start/model.h5" "$work/inversion" \
