@@ -1946,24 +1946,34 @@ TEST(Tao, StoppedRunResumesWithEveryIterationOnce) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/model_final.h5"));
 }
 
-// Where the taper's fill changes the last stage's model after its last row
-// (whose misfit is the last iterate's), the campaign evaluates the final
-// model's own misfit; where the fill changes nothing, it does not.
-TEST(Tao, FinalModelsMisfitWhereTheFillChangedIt) {
+// The final model's misfit, returned and written to model_final.h5: where
+// the taper's fill changes the last stage's model after its last row (whose
+// misfit is the last iterate's), the campaign evaluates it anew; where the
+// fill changes nothing, it is the last row's.
+TEST(Tao, FinalModelsMisfit) {
     const Grid g{10, 8, 0.1, 0.1};
     InversionSpec spec = quadratic_spec();
     spec.taper_radius_m = 0.1;
     spec.taper_points = {{0.4, 0.4}};  // node (4, 4), held at the start's 5.0 through both stages
     const Model start = Model::uniform(g, 5.0, 0.002);
     Quadratic q(g, 1.0);
-    const InversionResult r = invert(start, spec, q, scratch_dir("final-misfit"), "", false);
+    const std::string dir = scratch_dir("final-misfit");
+    const InversionResult r = invert(start, spec, q, dir, "", false);
     ASSERT_TRUE(r.final_misfit.has_value());
     Quadratic fresh(g, 1.0);
     EXPECT_DOUBLE_EQ(*r.final_misfit, fresh.misfit(r.model, spec.stages.back()));
     EXPECT_NE(*r.final_misfit, r.history.back().misfit) << "the node filled after the last row";
+    ModelFileExtras written{{{"misfit", 0.0}}, {{"misfit_stage", ""}}, {}, {}};
+    read_model_h5(dir + "/model_final.h5", g, &written);
+    EXPECT_DOUBLE_EQ(written.numbers["misfit"], *r.final_misfit);
+    EXPECT_EQ(written.texts["misfit_stage"], spec.stages.back().name);
+
     spec.taper_fill = false;
     Quadratic q2(g, 1.0);
-    EXPECT_FALSE(invert(start, spec, q2, scratch_dir("final-misfit-unfilled"), "", false).final_misfit.has_value());
+    const InversionResult unfilled = invert(start, spec, q2, scratch_dir("final-misfit-unfilled"), "", false);
+    ASSERT_TRUE(unfilled.final_misfit.has_value());
+    EXPECT_EQ(*unfilled.final_misfit, unfilled.history.back().misfit);
+    EXPECT_DOUBLE_EQ(*unfilled.final_misfit, fresh.misfit(unfilled.model, spec.stages.back()));
 }
 
 // A stage with a rule on its misfit ends at its least-misfit iterate, not at

@@ -482,10 +482,11 @@ struct InversionResult {
     /// The observed data's level against the start's, where a fresh campaign
     /// measured it (it warns beyond kAmplitudeWarnFactor); ratio 0 where not.
     AmplitudeRatio start_amplitudes;
-    /// The misfit of `model` on the last stage's data, where the taper's fill
-    /// changed it after the stage's last history row (whose misfit is the
-    /// last iterate's); none where the fill changed nothing or the last stage
-    /// did not run in this call.
+    /// The misfit of `model` on the last stage's data (also the root
+    /// attribute `misfit` of `model_final.h5`): the iterate's the stage ended
+    /// at, or evaluated anew where the taper's fill changed the model after
+    /// it or the stage flooded; none where the last stage did not run in
+    /// this call.
     std::optional<double> final_misfit;
 };
 

@@ -163,6 +163,9 @@ public:
     bool stopped_by_signal() const { return stopped_; }
     /// How many nodes the taper's fill changed at the stage's end.
     std::size_t filled() const { return filled_; }
+    /// The misfit of the iterate the stage ended at (its last or its least),
+    /// before the fill; none where the stage has no history row.
+    std::optional<double> end_misfit() const { return end_misfit_; }
     double campaign_seconds() const { return campaign_offset_ + elapsed(); }
 
 private:
@@ -381,11 +384,13 @@ private:
     void finish(const std::string& why) {
         spdlog::info("stage {} done: {}", stage_.name, why);
         const HistoryRow* last = history_.empty() ? nullptr : &history_.back();
+        if (last && last->stage == stage_.name) end_misfit_ = last->misfit;
         if (least_ && last && last->stage == stage_.name && least_iteration_ != last->iteration) {
             spdlog::info("stage {} ends at iteration {}, its least misfit ({:.6g} against {:.6g} at iteration {})",
                          stage_.name, least_iteration_, least_misfit_, last->misfit, last->iteration);
             copy_parallel(least_->eps_r, model_.eps_r);
             copy_parallel(least_->sigma, model_.sigma);
+            end_misfit_ = least_misfit_;
         }
         if (spec_.taper_fill) fill_taper_held();
         write_iteration(last ? last->iteration : 0, true);
@@ -457,6 +462,7 @@ private:
     std::optional<Model> least_;  // the least-misfit iterate so far, where the stage ends at it (ends_at_least_misfit)
     int least_iteration_ = -1;
     double least_misfit_ = HUGE_VAL;
+    std::optional<double> end_misfit_;
     StageRegularization regularization_;
     StageSmoothing smoothing_;
 };
@@ -969,6 +975,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         settle_flood(result.model, before, std::nullopt, flooding, objective);
     }
     std::size_t last_filled = 0;  // the nodes the fill changed after the last stage's last row
+    std::optional<double> last_end_misfit;  // the iterate's the last stage ended at, where it ran in this call
+    bool last_flooded = false;              // ... and where it flooded, settle_flood chose the model after it
     for (int k = first; k < static_cast<int>(spec.stages.size()); ++k) {
         const StageSpec& stage = spec.stages[static_cast<std::size_t>(k)];
         if (propagation_budget_spent(spec.max_propagations, result.history)) {
@@ -1015,17 +1023,29 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             throw StopRequested(fmt::format("stopped by a signal during stage {}; {} holds the last accepted iteration; "
                                             "continue with --resume", stage.name, checkpoint));
         if (before_flood) settle_flood(result.model, *before_flood, before_flood_misfit, stage, objective);
-        if (k + 1 == static_cast<int>(spec.stages.size())) last_filled = run.filled();
+        if (k + 1 == static_cast<int>(spec.stages.size())) {
+            last_filled = run.filled();
+            last_end_misfit = run.end_misfit();
+            last_flooded = before_flood.has_value();
+        }
     }
-    if (last_filled > 0) {  // the last history row is the last iterate's: the final model's own misfit
-        const StageSpec& last = spec.stages.back();
+    const StageSpec& last = spec.stages.back();
+    if (last_end_misfit && (last_filled > 0 || last_flooded)) {  // the rows are the iterates': the model's own
         result.final_misfit = objective.misfit(result.model, last);
-        spdlog::info("stage {}: misfit {:.6g} with the antennas' nodes filled (the last iterate's {:.6g})", last.name,
-                     *result.final_misfit, result.history.empty() ? 0.0 : result.history.back().misfit);
+        spdlog::info("stage {}: misfit {:.6g} of the final model{} (the iterate it ended at {:.6g})", last.name,
+                     *result.final_misfit, last_filled > 0 ? ", the antennas' nodes filled" : "", *last_end_misfit);
+    } else {
+        result.final_misfit = last_end_misfit;
+    }
+    ModelFileExtras final_extras;
+    if (result.final_misfit) {
+        final_extras.numbers["misfit"] = *result.final_misfit;
+        final_extras.texts["misfit_stage"] = last.name;
     }
     parallel::collectively([&] {
         if (!parallel::is_root()) return;
-        write_model_h5((std::filesystem::path(out_dir) / "model_final.h5").string(), result.model, config_text);
+        write_model_h5((std::filesystem::path(out_dir) / "model_final.h5").string(), result.model, config_text,
+                       final_extras);
     });
     return result;
 }
