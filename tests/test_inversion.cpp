@@ -2041,6 +2041,7 @@ TEST(Tao, StageWithAMisfitRuleEndsAtItsLeastMisfit) {
     const int later = least->iteration + 2;
     spec.stages[0].min_iterations = later;
     spec.stages[0].iterations = 20;
+    spec.stages[0].decrease_window = 5;  // a few iterates past the least, to stop the run between them
     const std::string late_dir = scratch_dir("least-misfit-later");
     Quadratic q6(g, 1.0);
     const InversionResult late = invert(start, spec, q6, late_dir, "", false);
@@ -2051,9 +2052,28 @@ TEST(Tao, StageWithAMisfitRuleEndsAtItsLeastMisfit) {
     const auto late_least = std::min_element(from_later.begin(), from_later.end(),
                                              [](const HistoryRow& a, const HistoryRow& b) { return a.misfit < b.misfit; });
     EXPECT_GT(late_least->misfit, least->misfit) << "the misfit keeps rising: the later least is above the first";
-    EXPECT_EQ(late.model.eps_r.values(),
-              read_model_h5(fmt::format("{}/models/01_eps_{:03}.h5", late_dir, late_least->iteration), g).eps_r.values());
+    const Model at_late_least =
+        read_model_h5(fmt::format("{}/models/01_eps_{:03}.h5", late_dir, late_least->iteration), g);
+    EXPECT_EQ(late.model.eps_r.values(), at_late_least.eps_r.values());
+    // ... stopped one iterate past that least, and resumed with no iteration left: it ends at that least,
+    // chosen from the stopped run's rows from min_iterations on (not the earlier least below them)
+    const auto after_least = std::find_if(late.history.begin(), late.history.end(), [&](const HistoryRow& row) {
+        return row.iteration == late_least->iteration + 1;
+    });
+    ASSERT_NE(after_least, late.history.end());
+    const std::string late_stopped = scratch_dir("least-misfit-later-resumed");
+    Quadratic q7(g, 1.0);
+    q7.stop_after = q6.evaluations - late.history.back().evaluations + after_least->evaluations + 1;
+    EXPECT_THROW(invert(start, spec, q7, late_stopped, "", false), StopRequested);
+    clear_stop_request();
+    spec.stages[0].iterations = after_least->iteration;
+    Quadratic q8(g, 1.0);
+    const InversionResult late_resumed = invert(start, spec, q8, late_stopped, "", true);
+    EXPECT_EQ(late_resumed.history.back().iteration, after_least->iteration);
+    EXPECT_EQ(late_resumed.model.eps_r.values(), at_late_least.eps_r.values());
+    EXPECT_EQ(late_resumed.final_misfit, late_least->misfit);
     spec.stages[0].min_iterations = 0;
+    spec.stages[0].decrease_window = 3;
 
     // without the rule the stage ends where it stops
     spec.stages[0].min_relative_decrease = 0;
