@@ -210,8 +210,12 @@ private:
         note_least(0, j);
     }
 
+    /// Whether the stage may end at this iterate where its misfit is the least
+    /// (the rule applies from StageSpec::min_iterations on).
+    bool may_end_at(int iteration) const { return ends_at_least_misfit(stage_) && iteration >= stage_.min_iterations; }
+
     void note_least(int iteration, double j) {
-        if (!ends_at_least_misfit(stage_) || iteration < stage_.min_iterations || !(j < least_misfit_)) return;
+        if (!may_end_at(iteration) || !(j < least_misfit_)) return;
         least_misfit_ = j;
         least_iteration_ = iteration;
         if (!least_) least_.emplace(model_);
@@ -232,7 +236,7 @@ private:
             return;
         }
         for (const HistoryRow& r : history_)
-            if (r.stage == stage_.name && r.iteration >= stage_.min_iterations && r.misfit < least_misfit_) {
+            if (r.stage == stage_.name && may_end_at(r.iteration) && r.misfit < least_misfit_) {
                 least_misfit_ = r.misfit;
                 least_iteration_ = r.iteration;
             }
