@@ -106,17 +106,21 @@ void run_invert(const InvertArgs& a) {
     if (!r.history.empty()) {
         const HistoryRow& first = r.history.front();
         const HistoryRow& last = r.history.back();
-        spdlog::info("done in {}: {} iterations in all; last stage's misfit fell to {:.4g} of its start", format_seconds(seconds),
-                     r.history.size(), last.misfit_relative);
+        // the final model is the iterate the last stage ended at (its least misfit, not always its last row),
+        // its antennas' nodes filled: its own misfit and errors, not the last row's
+        const double j = r.final_misfit.value_or(last.misfit);
+        const double j0 = last.misfit_relative > 0 ? last.misfit / last.misfit_relative : 0.0;
+        spdlog::info("done in {}: {} iterations in all; the final model's misfit is {:.4g} of the last stage's start",
+                     format_seconds(seconds), r.history.size(), j0 > 0 ? j / j0 : 0.0);
         if (first.stage == last.stage || spec.stages.front().max_frequency_hz == 0)
-            spdlog::info("misfit {:.6g} -> {:.6g}{}", first.misfit, last.misfit,
-                         first.misfit > 0 ? fmt::format(" ({:.1f}% lower)", 100 * (1 - last.misfit / first.misfit))
+            spdlog::info("misfit {:.6g} -> {:.6g}{}", first.misfit, j,
+                         first.misfit > 0 ? fmt::format(" ({:.1f}% lower)", 100 * (1 - j / first.misfit))
                                           : std::string(" (no misfit to lower: the starting model explains the data)"));
-        if (first.error_eps_r >= 0)
+        if (first.error_eps_r >= 0 && r.final_error_eps_r >= 0)
             spdlog::info("model error (relative L2 against inversion.true_model): eps_r {:.4f} -> {:.4f} ({:.1f}% lower), "
                          "sigma {:.4f} -> {:.4f} ({:.1f}% lower)",
-                         first.error_eps_r, last.error_eps_r, 100 * (1 - last.error_eps_r / first.error_eps_r), first.error_sigma,
-                         last.error_sigma, 100 * (1 - last.error_sigma / first.error_sigma));
+                         first.error_eps_r, r.final_error_eps_r, 100 * (1 - r.final_error_eps_r / first.error_eps_r),
+                         first.error_sigma, r.final_error_sigma, 100 * (1 - r.final_error_sigma / first.error_sigma));
     }
     spdlog::info("wrote {}/history.csv, {}/model_final.h5 (+ .xdmf){}", dir, dir, spec.save_models ? ", models/" : "");
 }

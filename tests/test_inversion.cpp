@@ -1958,8 +1958,22 @@ TEST(Tao, FinalModelsMisfit) {
     const Model start = Model::uniform(g, 5.0, 0.002);
     Quadratic q(g, 1.0);
     const std::string dir = scratch_dir("final-misfit");
+    Model truth = Model::uniform(g, 6.0, 0.003);
+    truth.eps_r(4, 4) = 4.0;
+    write_model_h5(dir + "/truth.h5", truth, "");
+    spec.true_model = dir + "/truth.h5";
     const InversionResult r = invert(start, spec, q, dir, "", false);
     ASSERT_TRUE(r.final_misfit.has_value());
+    // the final model's errors against the truth (the filled model's, not the last row's)
+    const auto error = [](const Array2D& a, const Array2D& b) {
+        double d = 0, n = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) d += std::pow(a.data()[i] - b.data()[i], 2), n += std::pow(b.data()[i], 2);
+        return std::sqrt(d / n);
+    };
+    EXPECT_NEAR(r.final_error_eps_r, error(r.model.eps_r, truth.eps_r), 1e-12);
+    EXPECT_NEAR(r.final_error_sigma, error(r.model.sigma, truth.sigma), 1e-12);
+    EXPECT_NE(r.final_error_eps_r, r.history.back().error_eps_r) << "the node filled after the last row";
+    spec.true_model.clear();
     Quadratic fresh(g, 1.0);
     EXPECT_DOUBLE_EQ(*r.final_misfit, fresh.misfit(r.model, spec.stages.back()));
     EXPECT_NE(*r.final_misfit, r.history.back().misfit) << "the node filled after the last row";
@@ -1972,6 +1986,7 @@ TEST(Tao, FinalModelsMisfit) {
     Quadratic q2(g, 1.0);
     const InversionResult unfilled = invert(start, spec, q2, scratch_dir("final-misfit-unfilled"), "", false);
     ASSERT_TRUE(unfilled.final_misfit.has_value());
+    EXPECT_EQ(unfilled.final_error_eps_r, -1) << "no true model, no errors";
     EXPECT_EQ(*unfilled.final_misfit, unfilled.history.back().misfit);
     EXPECT_DOUBLE_EQ(*unfilled.final_misfit, fresh.misfit(unfilled.model, spec.stages.back()));
 }

@@ -488,6 +488,9 @@ struct InversionResult {
     /// it or the stage flooded; none where the last stage did not run in
     /// this call.
     std::optional<double> final_misfit;
+    /// Relative L2 errors of `model` against InversionSpec::true_model over
+    /// all nodes (as the history's columns); -1 without a true model.
+    double final_error_eps_r = -1, final_error_sigma = -1;
 };
 
 /// Runs the stages from `start` (or, with resume, from `<out>/checkpoint.h5`),

@@ -1041,6 +1041,10 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     } else {
         result.final_misfit = last_end_misfit;
     }
+    if (truth) {
+        result.final_error_eps_r = relative_error(result.model.eps_r, truth->eps_r);
+        result.final_error_sigma = relative_error(result.model.sigma, truth->sigma);
+    }
     ModelFileExtras final_extras;
     if (result.final_misfit) {
         final_extras.numbers["misfit"] = *result.final_misfit;
