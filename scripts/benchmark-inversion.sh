@@ -23,7 +23,8 @@
 # continues every case whose OUT/CASE/inversion/checkpoint.h5 exists from
 # it, with its data, start and tomography as they are, keeps the cases
 # already scored and runs the others from scratch; a case's seconds add its
-# runs' up (a resumed stage restarts its L-BFGS memory: docs/cluster.md). Python: Debian's python3 with numpy, h5py and matplotlib
+# runs' up (a resumed stage restarts its L-BFGS memory: docs/cluster.md).
+# Python: Debian's python3 with numpy, h5py and matplotlib
 # (scripts/install-deps.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     -s|--set) settings+=(--set "$2"); shift 2 ;;
     -t) tomography_extra+=("$2"); shift 2 ;;
     --resume) resume=1; shift ;;
-    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "benchmark-inversion.sh: unknown option $1" >&2; exit 2 ;;
     *) cases+=("$1"); shift ;;
   esac

@@ -1964,14 +1964,9 @@ TEST(Tao, FinalModelsMisfit) {
     spec.true_model = dir + "/truth.h5";
     const InversionResult r = invert(start, spec, q, dir, "", false);
     ASSERT_TRUE(r.final_misfit.has_value());
-    // the final model's errors against the truth (the filled model's, not the last row's)
-    const auto error = [](const Array2D& a, const Array2D& b) {
-        double d = 0, n = 0;
-        for (std::size_t i = 0; i < a.size(); ++i) d += std::pow(a.data()[i] - b.data()[i], 2), n += std::pow(b.data()[i], 2);
-        return std::sqrt(d / n);
-    };
-    EXPECT_NEAR(r.final_error_eps_r, error(r.model.eps_r, truth.eps_r), 1e-12);
-    EXPECT_NEAR(r.final_error_sigma, error(r.model.sigma, truth.sigma), 1e-12);
+    // the final model's errors against the truth (the filled model's, not the last row's), as the history's columns
+    EXPECT_DOUBLE_EQ(r.final_error_eps_r, relative_error(r.model.eps_r, truth.eps_r));
+    EXPECT_DOUBLE_EQ(r.final_error_sigma, relative_error(r.model.sigma, truth.sigma));
     EXPECT_NE(r.final_error_eps_r, r.history.back().error_eps_r) << "the node filled after the last row";
     spec.true_model.clear();
     Quadratic fresh(g, 1.0);

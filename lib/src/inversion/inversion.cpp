@@ -388,13 +388,15 @@ private:
     void finish(const std::string& why) {
         spdlog::info("stage {} done: {}", stage_.name, why);
         const HistoryRow* last = history_.empty() ? nullptr : &history_.back();
-        if (last && last->stage == stage_.name) end_misfit_ = last->misfit;
-        if (least_ && last && last->stage == stage_.name && least_iteration_ != last->iteration) {
-            spdlog::info("stage {} ends at iteration {}, its least misfit ({:.6g} against {:.6g} at iteration {})",
-                         stage_.name, least_iteration_, least_misfit_, last->misfit, last->iteration);
-            copy_parallel(least_->eps_r, model_.eps_r);
-            copy_parallel(least_->sigma, model_.sigma);
-            end_misfit_ = least_misfit_;
+        if (last && last->stage == stage_.name) {
+            end_misfit_ = last->misfit;
+            if (least_ && least_iteration_ != last->iteration) {
+                spdlog::info("stage {} ends at iteration {}, its least misfit ({:.6g} against {:.6g} at iteration {})",
+                             stage_.name, least_iteration_, least_misfit_, last->misfit, last->iteration);
+                copy_parallel(least_->eps_r, model_.eps_r);
+                copy_parallel(least_->sigma, model_.sigma);
+                end_misfit_ = least_misfit_;
+            }
         }
         if (spec_.taper_fill) fill_taper_held();
         write_iteration(last ? last->iteration : 0, true);
