@@ -107,8 +107,11 @@ void run_check(const CheckArgs& a) {
                        s.invert_eps_r ? (s.invert_sigma ? "eps_r and sigma" : "eps_r") : "sigma",
                        s.max_frequency_hz > 0 ? fmt::format("below {:.4g} Hz", s.max_frequency_hz) : "full band", s.iterations,
                        s.min_relative_decrease > 0
-                           ? fmt::format(" (until the misfit falls by less than {} over {}{})", s.min_relative_decrease,
+                           ? fmt::format(" (until the misfit falls by less than {} over {}{}{})", s.min_relative_decrease,
                                          s.decrease_window,
+                                         s.min_relative_change > 0
+                                             ? fmt::format(" and the model moves by less than {}", s.min_relative_change)
+                                             : "",
                                          s.min_iterations > 0 ? fmt::format(", after at least {}", s.min_iterations) : "")
                            : "",
                        smoothing_length(*inversion, s, 0), smoothing_length(*inversion, s, 1), s.flood ? "; flooded" : "");

@@ -456,6 +456,7 @@ TEST(Campaign, FloodsTheSurveysFromAbove) {
             EXPECT_TRUE(st[2].invert_eps_r && !st[2].invert_sigma);
             EXPECT_EQ(st[2].min_relative_decrease, 0.0) << name << ": the flooded full band runs its whole length";
             EXPECT_EQ(st[2].min_iterations, 0) << name;
+            EXPECT_EQ(st[2].min_relative_change, 0.0) << name;
             EXPECT_DOUBLE_EQ(st[2].smoothing_m, kAutoFloodedFullBandSmoothingShare * kAutoFullBandSmoothingShare *
                                                     c.inversion.smoothing_m) << name;
             EXPECT_EQ(st[3].name, "sigma");
@@ -607,9 +608,11 @@ inversion:
         const Campaign late = load_campaign(
             write_run_file("campaign", base),
             {"inversion.stages=[{name: a, parameters: [eps_r], iterations: 9, min_relative_decrease: 0.02, "
-             "decrease_window: 4, min_iterations: 6}]"});
+             "decrease_window: 4, min_iterations: 6, min_relative_change: 0.001}]"});
         EXPECT_EQ(late.inversion.stages[0].min_iterations, 6);
+        EXPECT_EQ(late.inversion.stages[0].min_relative_change, 0.001);
     }
+    EXPECT_EQ(s.stages[1].min_relative_change, 0.0) << "off unless given";
     EXPECT_EQ(s.regularize_sigma.tv, 0.5);
     EXPECT_EQ(s.taper_points.size(), 2u);  // the source and the receiver
     EXPECT_EQ(s.taper_radius_m, 0.05);
@@ -652,6 +655,8 @@ inversion:
          "inversion.stages[0].min_iterations: applies to the rule on the misfit: give min_relative_decrease too"},
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, min_relative_decrease: 0.1, min_iterations: 4}]"},
          "inversion.stages[0].min_iterations: expected an integer in [0, 3], got '4'"},
+        {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, min_relative_change: 0.01}]"},
+         "inversion.stages[0].min_relative_change: applies to the rule on the misfit: give min_relative_decrease too"},
         {{"inversion.stages=[{name: a, parameters: [eps_r, eps_r], iterations: 3}]"}, "'eps_r' is listed twice"},
         {{"inversion.stages=[{name: a, parameters: [eps_r]}]"}, "inversion.stages[0]: missing key 'iterations'"},
         {{"inversion.stages=[{name: a, parameters: [eps_r], iterations: 3, max_frequency: 2.0e10}]"}, "is not below the Nyquist frequency"},
@@ -765,6 +770,7 @@ inversion:
     EXPECT_EQ(full.min_iterations, kAutoFullBandIterations);
     EXPECT_EQ(full.min_relative_decrease, kAutoFullBandMinDecrease);
     EXPECT_EQ(full.decrease_window, kAutoFullBandDecreaseWindow);
+    EXPECT_EQ(low.min_relative_change, 0.0);
     EXPECT_EQ(full.iterations, kAutoFullBandMaxIterations);
     EXPECT_LT(full.min_iterations, full.iterations);
     // sigma's stage is the low band's in all but eps_r
@@ -833,6 +839,7 @@ inversion:
             if (a[i].min_relative_decrease > 0) {
                 EXPECT_EQ(b[i].decrease_window, a[i].decrease_window);
                 EXPECT_EQ(b[i].min_iterations, a[i].min_iterations);
+                EXPECT_EQ(b[i].min_relative_change, a[i].min_relative_change);
             }
             EXPECT_EQ(b[i].gradient_tolerance, a[i].gradient_tolerance);
             EXPECT_EQ(b[i].max_seconds, a[i].max_seconds);

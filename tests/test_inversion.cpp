@@ -833,6 +833,36 @@ TEST(StageStopping, MisfitWindowTimeAndPropagationBudgets) {
     EXPECT_EQ(campaign_propagations({}), 0);
 }
 
+/// With min_relative_change, a flat misfit stops the stage only where eps_r
+/// and sigma have each moved by less than that over the window (the sum of
+/// its rows' changes, not counting the row the window starts from).
+TEST(StageStopping, FlatMisfitGoesOnWhileTheModelMoves) {
+    StageSpec st;
+    st.name = "full";
+    st.min_relative_decrease = 0.01;
+    st.decrease_window = 3;
+    st.min_relative_change = 0.003;
+    std::vector<HistoryRow> h;
+    for (int i = 0; i < 5; ++i) {
+        HistoryRow r;
+        r.stage = "full";
+        r.iteration = i;
+        r.misfit = 1.0;  // flat
+        r.change_eps_r = r.change_sigma = 0.00099;
+        h.push_back(r);
+    }
+    h[1].change_eps_r = 0.5;  // outside the window (rows 2..4 after row 1)
+    const std::string stops = stage_stop_reason(st, h, 0, 0);
+    EXPECT_NE(stops.find("moved by less than 0.003"), std::string::npos) << stops;
+    h[4].change_eps_r = 0.00103;  // eps_r moved 0.00301 over the window: goes on
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "");
+    h[4].change_eps_r = 0.00099;
+    h[2].change_sigma = 0.00200;  // sigma moved 0.00398
+    EXPECT_EQ(stage_stop_reason(st, h, 0, 0), "");
+    st.min_relative_change = 0;  // off: the misfit alone
+    EXPECT_NE(stage_stop_reason(st, h, 0, 0).find("less than 0.01 over 3 iterations"), std::string::npos);
+}
+
 /// The regularisers and the updates' smoothing run on all threads; what they
 /// return must not depend on how many (the suite runs its tests on one).
 TEST(Regularization, ResultsDoNotDependOnTheThreadCount) {
@@ -1209,6 +1239,7 @@ TEST(StageOutput, WritesTheHistoryCheckpointAndIterationFiles) {
     ASSERT_EQ(history.size(), 1u);
     EXPECT_NEAR(history[0].error_eps_r, 0.1, 1e-12);
     EXPECT_EQ(history[0].error_sigma, 0.0);
+    EXPECT_EQ(history[0].change_eps_r, 0.0) << "no iterate before the first row";
     EXPECT_TRUE(output.wants_gradient(1, false));
     EXPECT_FALSE(output.wants_gradient(0, false));
     EXPECT_FALSE(output.wants_gradient(1, true));
@@ -1246,6 +1277,79 @@ TEST(StageOutput, WritesTheHistoryCheckpointAndIterationFiles) {
     } catch (const SizeMismatch& e) {
         EXPECT_NE(std::string(e.what()).find(output.preconditioner_file()), std::string::npos) << e.what();
     }
+}
+
+/// Each row records how far its iteration moved the model, from the iterate
+/// recorded before (or the model the stage started at), and the history
+/// reads back what it wrote, with or without the errors' columns.
+TEST(StageOutput, RecordsHowFarEachIterationMovedTheModel) {
+    const Grid g{6, 5, 0.1, 0.1};
+    for (const bool with_truth : {true, false}) {
+        SCOPED_TRACE(with_truth ? "with a true model" : "without");
+        InversionSpec spec;
+        StageSpec stage;
+        stage.name = "move";
+        std::vector<HistoryRow> history;
+        std::optional<Model> truth;
+        if (with_truth) truth = Model::uniform(g, 5.0, 0.01);
+        BackgroundWriter writer;
+        double writing = 0;
+        StageOutput output(spec, stage, 0, history, scratch_dir("stage-moves"), "", truth, writer, writing);
+        output.start_at(Model::uniform(g, 5.0, 0.01));
+        HistoryRow r;
+        r.stage = stage.name;
+        output.record(r, Model::uniform(g, 5.0, 0.01));
+        Model m = Model::uniform(g, 5.5, 0.011);
+        m.eps_r(1, 2) = 6.0;
+        r.iteration = 1;
+        output.record(r, m);
+        r.iteration = 2;
+        output.record(r, m);
+        ASSERT_EQ(history.size(), 3u);
+        EXPECT_EQ(history[0].change_eps_r, 0.0) << "the stage's start";
+        EXPECT_DOUBLE_EQ(history[1].change_eps_r, relative_error(Model::uniform(g, 5.0, 0.01).eps_r, m.eps_r));
+        EXPECT_GT(history[1].change_eps_r, 0.09);
+        EXPECT_NEAR(history[1].change_sigma, 0.001 / 0.011, 1e-12);
+        EXPECT_EQ(history[2].change_eps_r, 0.0) << "an iteration that did not move";
+        std::string csv = history_header(with_truth);
+        for (const HistoryRow& row : history) csv += history_line(row, with_truth);
+        const std::vector<HistoryRow> back = parse_history(csv);
+        ASSERT_EQ(back.size(), history.size());
+        for (std::size_t i = 0; i < back.size(); ++i) {
+            EXPECT_EQ(back[i].iteration, history[i].iteration);
+            EXPECT_EQ(back[i].change_eps_r, history[i].change_eps_r);
+            EXPECT_EQ(back[i].change_sigma, history[i].change_sigma);
+            EXPECT_EQ(back[i].error_eps_r, history[i].error_eps_r);
+        }
+    }
+}
+
+/// A history written before the propagations and the model's changes were
+/// columns reads with those at 0; a header without a column the rows need,
+/// or a row of another length, is an error that shows the line.
+TEST(StageOutput, ReadsHistoriesOfEarlierVersionsByTheirHeader) {
+    const std::vector<HistoryRow> old = parse_history(
+        "stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,seconds,error_eps_r,error_sigma\n"
+        "full,3,0.5,0.25,0.1,1,4,12.5,0.2,0.3\n");
+    ASSERT_EQ(old.size(), 1u);
+    EXPECT_EQ(old[0].stage, "full");
+    EXPECT_EQ(old[0].iteration, 3);
+    EXPECT_EQ(old[0].evaluations, 4);
+    EXPECT_EQ(old[0].propagations, 0);
+    EXPECT_EQ(old[0].seconds, 12.5);
+    EXPECT_EQ(old[0].error_sigma, 0.3);
+    EXPECT_EQ(old[0].change_eps_r, 0.0);
+    const auto fails = [](const std::string& csv, const std::string& expected) {
+        try {
+            parse_history(csv);
+            ADD_FAILURE() << "expected an error for " << csv;
+        } catch (const InputFileError& e) {
+            EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+        }
+    };
+    fails("stage,iteration,misfit,misfit_relative,step,evaluations,seconds\nfull,1,1,1,1,1,1\n", "no column gradient_norm");
+    fails("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,seconds\nfull,1,1,1,1,1,1\n",
+          "malformed history line: full,1,1,1,1,1,1");
 }
 
 /// A stage's evaluations: the model of the last one is not evaluated again

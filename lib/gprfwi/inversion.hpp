@@ -48,6 +48,13 @@ struct StageSpec {
     /// stage that runs at least this long, and on while its misfit still
     /// falls.
     int min_iterations = 0;
+    /// With min_relative_decrease: the rule stops the stage only where the
+    /// model has settled too, eps_r and sigma each having moved by less than
+    /// this over the same window (the sum of its iterations'
+    /// HistoryRow::change_eps_r, change_sigma); 0: off. A misfit that has
+    /// flattened while the model still moves is a flat valley that the
+    /// model is still crossing.
+    double min_relative_change = 0;
     double gradient_tolerance = 0;      // stop when |g| < tol |g0| (TAO's gttol); 0: off
     double max_seconds = 0;             // wall-time budget of the stage; 0: none
     int max_evaluations = 0;            // 0: 4 x iterations + 10
@@ -449,6 +456,11 @@ struct HistoryRow {
     int propagations = 0;
     double seconds = 0;
     double error_eps_r = -1, error_sigma = -1;  // relative L2 model errors when a true model is known
+    /// How far this iteration moved the model: the L2 norm of the change of
+    /// eps_r (of sigma) from the iterate before, relative to the norm of the
+    /// new one, over all nodes (0 at a stage's start). Their sums over a
+    /// window are what StageSpec::min_relative_change measures.
+    double change_eps_r = 0, change_sigma = 0;
 };
 
 /// Why a stage stops after its latest iteration (history's last row, of

@@ -1,8 +1,11 @@
 #include "inversion/stage_output.hpp"
 
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -26,49 +29,72 @@ double relative_error(const Array2D& a, const Array2D& truth) {
     return n > 0 ? std::sqrt(d / n) : 0.0;
 }
 
+namespace {
+
+std::vector<std::string> csv_cells(const std::string& line) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
+    return f;
+}
+
+}  // namespace
+
 std::string history_header(bool errors) {
     return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,propagations,seconds") +
-           (errors ? ",error_eps_r,error_sigma" : "") + "\n";
+           (errors ? ",error_eps_r,error_sigma" : "") + ",change_eps_r,change_sigma\n";
 }
 
 std::string history_line(const HistoryRow& r, bool errors) {
     std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{},{:.3f}", r.stage, r.iteration, r.misfit,
                                 r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.propagations, r.seconds);
     if (errors) s += fmt::format(",{:.17g},{:.17g}", r.error_eps_r, r.error_sigma);
-    return s + "\n";
+    return s + fmt::format(",{:.17g},{:.17g}\n", r.change_eps_r, r.change_sigma);
 }
 
 std::vector<HistoryRow> parse_history(const std::string& csv) {
     std::vector<HistoryRow> rows;
     std::istringstream in(csv);
     std::string line;
-    std::getline(in, line);  // header; histories written before the propagations column lack it
-    const std::size_t shift = line.find(",propagations,") != std::string::npos ? 1 : 0;
+    std::getline(in, line);
+    // Columns by the header's names: histories written by earlier versions
+    // lack propagations, or the model's changes, whose rows read 0.
+    const std::vector<std::string> names = csv_cells(line);
+    const auto column = [&](const char* name) -> std::optional<std::size_t> {
+        for (std::size_t k = 0; k < names.size(); ++k)
+            if (names[k] == name) return k;
+        return std::nullopt;
+    };
+    const std::array<const char*, 8> required = {"stage", "iteration", "misfit", "misfit_relative",
+                                                 "gradient_norm", "step", "evaluations", "seconds"};
+    for (const char* name : required)
+        if (!column(name)) throw InputFileError(fmt::format("checkpoint: the history's header has no column {}: {}", name, line));
     while (std::getline(in, line)) {
         if (line.empty()) continue;
-        std::vector<std::string> f;
-        std::stringstream ls(line);
-        for (std::string cell; std::getline(ls, cell, ',');) f.push_back(cell);
-        if (f.size() < 8 + shift) throw Error("checkpoint: malformed history line: " + line);
+        const std::vector<std::string> f = csv_cells(line);
+        if (f.size() != names.size()) throw InputFileError("checkpoint: malformed history line: " + line);
         auto number = [&](std::size_t k) {  // (a number of the history is finite, subnormals included)
             const std::optional<double> v = parse_finite_double(f[k]);
             if (!v) throw InputFileError("checkpoint: malformed history line (column " + std::to_string(k + 1) + "): " + line);
             return *v;
         };
+        const auto read = [&](const char* name, auto& to) {
+            if (const auto k = column(name)) to = static_cast<std::remove_reference_t<decltype(to)>>(number(*k));
+        };
         HistoryRow r;
-        r.stage = f[0];
-        r.iteration = static_cast<int>(number(1));
-        r.misfit = number(2);
-        r.misfit_relative = number(3);
-        r.gradient_norm = number(4);
-        r.step = number(5);
-        r.evaluations = static_cast<int>(number(6));
-        if (shift) r.propagations = static_cast<int>(number(7));
-        r.seconds = number(7 + shift);
-        if (f.size() >= 10 + shift) {
-            r.error_eps_r = number(8 + shift);
-            r.error_sigma = number(9 + shift);
-        }
+        r.stage = f[*column("stage")];
+        read("iteration", r.iteration);
+        read("misfit", r.misfit);
+        read("misfit_relative", r.misfit_relative);
+        read("gradient_norm", r.gradient_norm);
+        read("step", r.step);
+        read("evaluations", r.evaluations);
+        read("propagations", r.propagations);
+        read("seconds", r.seconds);
+        read("error_eps_r", r.error_eps_r);
+        read("error_sigma", r.error_sigma);
+        read("change_eps_r", r.change_eps_r);
+        read("change_sigma", r.change_sigma);
         rows.push_back(r);
     }
     return rows;
@@ -80,11 +106,21 @@ StageOutput::StageOutput(const InversionSpec& spec, const StageSpec& stage, int 
     : spec_(spec), stage_(stage), stage_index_(stage_index), history_(history), out_(std::move(out_dir)),
       config_(std::move(config)), truth_(truth), writer_(writer), writing_seconds_(writing_seconds) {}
 
+void StageOutput::start_at(const Model& model) {
+    previous_eps_r_ = model.eps_r;
+    previous_sigma_ = model.sigma;
+}
+
 void StageOutput::record(HistoryRow r, const Model& model) {
     if (truth_) {
         r.error_eps_r = relative_error(model.eps_r, truth_->eps_r);
         r.error_sigma = relative_error(model.sigma, truth_->sigma);
     }
+    if (previous_eps_r_.size() == model.eps_r.size()) {
+        r.change_eps_r = relative_error(previous_eps_r_, model.eps_r);
+        r.change_sigma = relative_error(previous_sigma_, model.sigma);
+    }
+    start_at(model);
     history_.push_back(r);
     spdlog::info("stage {} iteration {:>3}: misfit {:.6g} ({:.4g} of the stage's start), |g| {:.3g}, step {:.3g}, "
                  "{} evaluations, {} propagations, {:.1f} s{}",

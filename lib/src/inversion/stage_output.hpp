@@ -82,8 +82,13 @@ public:
                 std::string out_dir, std::string config, const std::optional<Model>& truth, BackgroundWriter& writer,
                 double& writing_seconds);
 
+    /// The model the stage starts (or resumes) from: the first row's
+    /// change is measured from it.
+    void start_at(const Model& model);
+
     /// Appends r to the history and logs it, with the model's errors against
-    /// the truth where there is one.
+    /// the truth where there is one and its change from the iterate recorded
+    /// before (HistoryRow::change_eps_r).
     void record(HistoryRow r, const Model& model);
 
     /// Whether the files of this iteration hold its gradient (save.gradients).
@@ -112,6 +117,7 @@ private:
     const std::optional<Model>& truth_;
     BackgroundWriter& writer_;
     double& writing_seconds_;
+    Array2D previous_eps_r_, previous_sigma_;  // the iterate recorded last (start_at)
 };
 
 }  // namespace gprfwi

@@ -581,7 +581,7 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
                      const std::vector<StageSpec>& earlier, double longest_smoothing) {
     const std::string sp = fmt::format("{}.stages[{}]", p, i);
     r.map(n, sp, {"name", "max_frequency", "parameters", "iterations", "min_relative_decrease", "decrease_window",
-                  "min_iterations", "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
+                  "min_iterations", "min_relative_change", "gradient_tolerance", "max_seconds", "max_evaluations", "estimate_wavelet", "smoothing", "method",
                   "flood"});
     StageSpec st;
     st.name = n["name"] ? r.text(n["name"], sp + ".name") : fmt::format("stage{}", i + 1);
@@ -610,6 +610,12 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
         if (!(st.min_relative_decrease > 0))
             r.fail(n["min_iterations"], sp + ".min_iterations", "applies to the rule on the misfit: give min_relative_decrease too");
         st.min_iterations = static_cast<int>(r.integer(n["min_iterations"], sp + ".min_iterations", 0, st.iterations));
+    }
+    if (n["min_relative_change"]) {
+        if (!(st.min_relative_decrease > 0))
+            r.fail(n["min_relative_change"], sp + ".min_relative_change",
+                   "applies to the rule on the misfit: give min_relative_decrease too");
+        st.min_relative_change = r.number(n["min_relative_change"], sp + ".min_relative_change", 0, 1);
     }
     if (n["gradient_tolerance"]) st.gradient_tolerance = r.number(n["gradient_tolerance"], sp + ".gradient_tolerance", 0, 1);
     if (n["max_seconds"]) st.max_seconds = r.number(n["max_seconds"], sp + ".max_seconds", 0, 1e9, true);
@@ -687,6 +693,7 @@ bool read_flood(const YAML::Node& flood, bool auto_stages, const std::vector<dou
     full.iterations = wide ? kAutoFloodedWideOffsetFullBandIterations : kAutoFloodedFullBandIterations;
     full.min_relative_decrease = 0;  // (its whole length, as measured: "Flooding's full band")
     full.min_iterations = 0;
+    full.min_relative_change = 0;
     full.invert_sigma = false;
     const bool auto_smoothing = full.smoothing_m > 0;  // (set by read_inversion_smoothing where the lengths are automatic)
     if (auto_smoothing) full.smoothing_m *= kAutoFloodedFullBandSmoothingShare;
@@ -858,6 +865,8 @@ std::string stages_written_out(const std::vector<StageSpec>& stages) {
             out += fmt::format(", min_relative_decrease: {}, decrease_window: {}", st.min_relative_decrease,
                                st.decrease_window);
         if (st.min_relative_decrease > 0 && st.min_iterations > 0) out += fmt::format(", min_iterations: {}", st.min_iterations);
+        if (st.min_relative_decrease > 0 && st.min_relative_change > 0)
+            out += fmt::format(", min_relative_change: {}", st.min_relative_change);
         if (st.gradient_tolerance > 0) out += fmt::format(", gradient_tolerance: {}", st.gradient_tolerance);
         if (st.max_seconds > 0) out += fmt::format(", max_seconds: {}", st.max_seconds);
         if (st.max_evaluations > 0) out += fmt::format(", max_evaluations: {}", st.max_evaluations);
