@@ -770,6 +770,7 @@ inversion:
     EXPECT_EQ(full.min_iterations, kAutoFullBandIterations);
     EXPECT_EQ(full.min_relative_decrease, kAutoFullBandMinDecrease);
     EXPECT_EQ(full.decrease_window, kAutoFullBandDecreaseWindow);
+    EXPECT_EQ(full.min_relative_change, kAutoFullBandMinChange) << "and on while the model still moves";
     EXPECT_EQ(low.min_relative_change, 0.0);
     EXPECT_EQ(full.iterations, kAutoFullBandMaxIterations);
     EXPECT_LT(full.min_iterations, full.iterations);

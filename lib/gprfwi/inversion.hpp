@@ -254,7 +254,8 @@ AutomaticSettings automatic_settings(double wavelength_m, const Grid& grid);
 /// stopping where its misfit falls by less than 0.5% over 5 iterations (and
 /// ending at its least-misfit iterate), then
 /// the full band for kAutoFullBandIterations with no rule on its misfit,
-/// and on while that still falls (kAutoFullBandMinDecrease). The
+/// and on while that still falls (kAutoFullBandMinDecrease) or the model
+/// still moves (kAutoFullBandMinChange). The
 /// first band's wider basin matters most where reflections alone see the
 /// ground (docs/inversion.md, "Defaults").
 inline constexpr double kAutoLowBandOfDominant = 0.5;
@@ -273,6 +274,11 @@ inline constexpr int kAutoFullBandIterations = 320;
 /// `stages`).
 inline constexpr double kAutoFullBandMinDecrease = 0.03;
 inline constexpr int kAutoFullBandDecreaseWindow = 50;
+/// ... or while eps_r or sigma still moves by at least this over the window
+/// (StageSpec::min_relative_change): a model whose misfit has flattened but
+/// which still moves is crossing a flat valley, and its errors still fall
+/// (docs/inversion.md, "Defaults", `stages`).
+inline constexpr double kAutoFullBandMinChange = 0.003;
 inline constexpr int kAutoFullBandMaxIterations = 960;
 /// A survey with antennas within the inverted region gets a stage before the
 /// two (`inversion.sigma_first`, read with the campaign): sigma alone on the

@@ -937,6 +937,7 @@ std::vector<StageSpec> automatic_stages(double f_dominant_hz) {
     full.min_iterations = kAutoFullBandIterations;
     full.min_relative_decrease = kAutoFullBandMinDecrease;
     full.decrease_window = kAutoFullBandDecreaseWindow;
+    full.min_relative_change = kAutoFullBandMinChange;
     return {low, full};
 }
 

@@ -914,11 +914,13 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.defaults.push_back(fmt::format("stages auto: up to {} iterations of eps_r and sigma on data below {:.4g} Hz "
                                          "({} of the wavelet's dominant frequency), until the misfit falls by less than "
                                          "{}% over {} iterations (ending at its least misfit), then at least {} on the "
-                                         "full band, and on while its misfit falls by at least {}% over {}, up to {}",
+                                         "full band, and on while its misfit falls by at least {}% over {} or its eps_r "
+                                         "or sigma moves by at least {}% over them, up to {}",
                                          s.stages[0].iterations, s.stages[0].max_frequency_hz, kAutoLowBandOfDominant,
                                          100 * s.stages[0].min_relative_decrease, s.stages[0].decrease_window,
                                          s.stages[1].min_iterations, 100 * s.stages[1].min_relative_decrease,
-                                         s.stages[1].decrease_window, s.stages[1].iterations));
+                                         s.stages[1].decrease_window, 100 * s.stages[1].min_relative_change,
+                                         s.stages[1].iterations));
     } else if (!stages.IsSequence() || stages.size() == 0) {
         r.fail(stages, p + ".stages", "expected a non-empty list of stages, or auto");
     }
