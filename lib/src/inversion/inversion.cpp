@@ -98,20 +98,21 @@ std::string stage_stop_reason(const StageSpec& stage, const std::vector<HistoryR
         const double j = history.back().misfit;
         const std::size_t from = history.size() - static_cast<std::size_t>(w);
         const HistoryRow& old = history[from - 1];
-        double moved_eps_r = 0, moved_sigma = 0;
-        for (std::size_t k = from; k < history.size(); ++k) {
-            moved_eps_r += history[k].change_eps_r;
-            moved_sigma += history[k].change_sigma;
+        if (old.stage == stage.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage.min_relative_decrease) {
+            why = fmt::format("the misfit fell by less than {} over {} iterations", stage.min_relative_decrease, w);
+            if (stage.min_relative_change > 0) {
+                double moved_eps_r = 0, moved_sigma = 0;
+                for (std::size_t k = from; k < history.size(); ++k) {
+                    moved_eps_r += history[k].change_eps_r;
+                    moved_sigma += history[k].change_sigma;
+                }
+                if (moved_eps_r < stage.min_relative_change && moved_sigma < stage.min_relative_change)
+                    why += fmt::format(", and eps_r and sigma moved by less than {} ({:.3g}, {:.3g})",
+                                       stage.min_relative_change, moved_eps_r, moved_sigma);
+                else
+                    why.clear();  // the model still crosses the valley
+            }
         }
-        const bool settled = !(stage.min_relative_change > 0) ||
-                             (moved_eps_r < stage.min_relative_change && moved_sigma < stage.min_relative_change);
-        if (old.stage == stage.name && old.misfit > 0 && (old.misfit - j) / old.misfit < stage.min_relative_decrease &&
-            settled)
-            why = stage.min_relative_change > 0
-                      ? fmt::format("the misfit fell by less than {} over {} iterations, and eps_r and sigma moved by "
-                                    "less than {} ({:.3g}, {:.3g})",
-                                    stage.min_relative_decrease, w, stage.min_relative_change, moved_eps_r, moved_sigma)
-                      : fmt::format("the misfit fell by less than {} over {} iterations", stage.min_relative_decrease, w);
     }
     if (stage.max_seconds > 0 && stage_seconds > stage.max_seconds)
         why = fmt::format("the stage's wall-time budget of {} s is spent", stage.max_seconds);

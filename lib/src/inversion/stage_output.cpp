@@ -1,11 +1,10 @@
 #include "inversion/stage_output.hpp"
 
-#include <array>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -52,49 +51,68 @@ std::string history_line(const HistoryRow& r, bool errors) {
     return s + fmt::format(",{:.17g},{:.17g}\n", r.change_eps_r, r.change_sigma);
 }
 
+namespace {
+
+/// A number column of history.csv and the row's member it fills (a count or a real).
+struct HistoryColumn {
+    const char* name;
+    int HistoryRow::*count;
+    double HistoryRow::*real;
+    bool required;  // in every history; the others came with later versions, or with a true model
+};
+
+constexpr HistoryColumn kHistoryColumns[] = {
+    {"iteration", &HistoryRow::iteration, nullptr, true},
+    {"misfit", nullptr, &HistoryRow::misfit, true},
+    {"misfit_relative", nullptr, &HistoryRow::misfit_relative, true},
+    {"gradient_norm", nullptr, &HistoryRow::gradient_norm, true},
+    {"step", nullptr, &HistoryRow::step, true},
+    {"evaluations", &HistoryRow::evaluations, nullptr, true},
+    {"propagations", &HistoryRow::propagations, nullptr, false},
+    {"seconds", nullptr, &HistoryRow::seconds, true},
+    {"error_eps_r", nullptr, &HistoryRow::error_eps_r, false},
+    {"error_sigma", nullptr, &HistoryRow::error_sigma, false},
+    {"change_eps_r", nullptr, &HistoryRow::change_eps_r, false},
+    {"change_sigma", nullptr, &HistoryRow::change_sigma, false},
+};
+
+}  // namespace
+
 std::vector<HistoryRow> parse_history(const std::string& csv) {
     std::vector<HistoryRow> rows;
     std::istringstream in(csv);
     std::string line;
     std::getline(in, line);
-    // Columns by the header's names: histories written by earlier versions
-    // lack propagations, or the model's changes, whose rows read 0.
+    // Columns by the header's names, found once: histories written by
+    // earlier versions lack propagations, or the model's changes, whose rows
+    // read 0.
     const std::vector<std::string> names = csv_cells(line);
-    const auto column = [&](const char* name) -> std::optional<std::size_t> {
-        for (std::size_t k = 0; k < names.size(); ++k)
-            if (names[k] == name) return k;
-        return std::nullopt;
+    const auto column = [&](const std::string& name) -> std::optional<std::size_t> {
+        const auto it = std::find(names.begin(), names.end(), name);
+        return it == names.end() ? std::nullopt : std::optional<std::size_t>(it - names.begin());
     };
-    const std::array<const char*, 8> required = {"stage", "iteration", "misfit", "misfit_relative",
-                                                 "gradient_norm", "step", "evaluations", "seconds"};
-    for (const char* name : required)
-        if (!column(name)) throw InputFileError(fmt::format("checkpoint: the history's header has no column {}: {}", name, line));
+    const std::optional<std::size_t> stage = column("stage");
+    if (!stage) throw InputFileError("checkpoint: the history's header has no column stage: " + line);
+    std::vector<std::pair<const HistoryColumn*, std::size_t>> present;
+    for (const HistoryColumn& c : kHistoryColumns) {
+        if (const auto k = column(c.name))
+            present.emplace_back(&c, *k);
+        else if (c.required)
+            throw InputFileError(fmt::format("checkpoint: the history's header has no column {}: {}", c.name, line));
+    }
     while (std::getline(in, line)) {
         if (line.empty()) continue;
         const std::vector<std::string> f = csv_cells(line);
         if (f.size() != names.size()) throw InputFileError("checkpoint: malformed history line: " + line);
-        auto number = [&](std::size_t k) {  // (a number of the history is finite, subnormals included)
+        HistoryRow r;
+        r.stage = f[*stage];
+        for (const auto& [c, k] : present) {
+            // (a number of the history is finite, subnormals included)
             const std::optional<double> v = parse_finite_double(f[k]);
             if (!v) throw InputFileError("checkpoint: malformed history line (column " + std::to_string(k + 1) + "): " + line);
-            return *v;
-        };
-        const auto read = [&](const char* name, auto& to) {
-            if (const auto k = column(name)) to = static_cast<std::remove_reference_t<decltype(to)>>(number(*k));
-        };
-        HistoryRow r;
-        r.stage = f[*column("stage")];
-        read("iteration", r.iteration);
-        read("misfit", r.misfit);
-        read("misfit_relative", r.misfit_relative);
-        read("gradient_norm", r.gradient_norm);
-        read("step", r.step);
-        read("evaluations", r.evaluations);
-        read("propagations", r.propagations);
-        read("seconds", r.seconds);
-        read("error_eps_r", r.error_eps_r);
-        read("error_sigma", r.error_sigma);
-        read("change_eps_r", r.change_eps_r);
-        read("change_sigma", r.change_sigma);
+            if (c->count) r.*(c->count) = static_cast<int>(*v);
+            else r.*(c->real) = *v;
+        }
         rows.push_back(r);
     }
     return rows;
