@@ -124,6 +124,7 @@ for case in "${cases[@]}"; do
     exit "$code"
   }
   seconds=$(awk "BEGIN { print $(date +%s.%N) - $start + $before }")
+  rm -f "$work/seconds.stopped"  # counted in: a later --resume finds the case done
   grep -E "inversion\.(stages|smoothing|taper) auto|done in" "$log" | sed 's/^.*\] //'
   # shellcheck disable=SC2086
   "$python" "$here/scripts/plot/inversion-metrics.py" "$work/truth/model.h5" "$work/start/model.h5" "$work/inversion" \

@@ -5,7 +5,8 @@
 # campaign; the script stops with gprfwi's code 3 and no scores, --resume
 # continues the campaign from its checkpoint with the same data and
 # tomography and scores it (every iteration once in the history, the seconds
-# of both runs added), and a second --resume keeps the scored case as it is.
+# of both runs added, the stopped run's count removed), and a second --resume
+# keeps the scored case as it is.
 # Usage: benchmark_resume.sh REPO BIN_DIR PYTHON WORK_DIR
 set -eu
 repo=$1 bin=$2 python=$3 work=$4
@@ -29,6 +30,7 @@ code=0; wait $runner || code=$?
 grep -q "stopped at its checkpoint; --resume continues it" "$work/first.log" || fail "no word on how to continue"
 [ -f "$work/crosshole/inversion/checkpoint.h5" ] || fail "no checkpoint"
 [ -f "$work/crosshole/seconds.stopped" ] || fail "no seconds kept for the stopped run"
+stopped_seconds=$(cat "$work/crosshole/seconds.stopped")
 [ ! -f "$work/crosshole.json" ] || fail "a stopped case was scored"
 truth_before=$(stat -c %Y "$work/crosshole/truth/synthetic.h5")
 rows_before=$(($(wc -l < "$history") - 1))
@@ -36,8 +38,9 @@ echo "ok   stopped with code 3 after $rows_before rows of history"
 
 "${bench[@]}" --resume crosshole > "$work/second.log" 2>&1 || fail "--resume failed: $(tail -5 "$work/second.log")"
 grep -q "== crosshole (resumed from its checkpoint)" "$work/second.log" || fail "--resume did not resume"
+[ ! -f "$work/crosshole/seconds.stopped" ] || fail "the stopped run's seconds were left behind once counted in"
 [ "$(stat -c %Y "$work/crosshole/truth/synthetic.h5")" = "$truth_before" ] || fail "--resume made the data again"
-"$python" - "$history" "$work/crosshole.json" "$rows_before" "$work/crosshole/seconds.stopped" \
+"$python" - "$history" "$work/crosshole.json" "$rows_before" "$stopped_seconds" \
   "$work/crosshole/seconds" <<'CHECK'
 import csv, json, sys
 history, scores, before, stopped, seconds = sys.argv[1:]
@@ -50,7 +53,7 @@ assert full == list(range(full[0], full[0] + len(full))), "the full band's itera
 assert max(full) <= 40, f"the full band ran past its 40 iterations ({max(full)})"
 d = json.load(open(scores))
 assert d["final"]["eps_r"]["closer_than_start"] > 0.3, d["final"]["eps_r"]
-assert float(open(seconds).read()) > float(open(stopped).read()), "the seconds do not add both runs up"
+assert float(open(seconds).read()) > float(stopped), "the seconds do not add both runs up"
 print(f"ok   resumed to {len(rows)} rows, every iteration once; eps_r "
       f"{d['final']['eps_r']['closer_than_start']:.0%} closer to the truth than the start")
 CHECK
