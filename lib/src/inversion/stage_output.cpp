@@ -37,46 +37,51 @@ std::vector<std::string> csv_cells(const std::string& line) {
     return f;
 }
 
-}  // namespace
-
-std::string history_header(bool errors) {
-    return std::string("stage,iteration,misfit,misfit_relative,gradient_norm,step,evaluations,propagations,seconds") +
-           (errors ? ",error_eps_r,error_sigma" : "") + ",change_eps_r,change_sigma\n";
-}
-
-std::string history_line(const HistoryRow& r, bool errors) {
-    std::string s = fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.17g},{},{},{:.3f}", r.stage, r.iteration, r.misfit,
-                                r.misfit_relative, r.gradient_norm, r.step, r.evaluations, r.propagations, r.seconds);
-    if (errors) s += fmt::format(",{:.17g},{:.17g}", r.error_eps_r, r.error_sigma);
-    return s + fmt::format(",{:.17g},{:.17g}\n", r.change_eps_r, r.change_sigma);
-}
-
-namespace {
-
-/// A number column of history.csv and the row's member it fills (a count or a real).
+/// A number column of history.csv after its first, the stage: the row's member
+/// it holds (a count or a real) and how it is written. The table is the file's
+/// layout for writing and reading alike.
 struct HistoryColumn {
     const char* name;
     int HistoryRow::*count;
     double HistoryRow::*real;
-    bool required;  // in every history; the others came with later versions, or with a true model
+    const char* format;
+    bool required;    // in every history; the others came with later versions, or with a true model
+    bool truth_only;  // written only where the run knows the true model
 };
 
 constexpr HistoryColumn kHistoryColumns[] = {
-    {"iteration", &HistoryRow::iteration, nullptr, true},
-    {"misfit", nullptr, &HistoryRow::misfit, true},
-    {"misfit_relative", nullptr, &HistoryRow::misfit_relative, true},
-    {"gradient_norm", nullptr, &HistoryRow::gradient_norm, true},
-    {"step", nullptr, &HistoryRow::step, true},
-    {"evaluations", &HistoryRow::evaluations, nullptr, true},
-    {"propagations", &HistoryRow::propagations, nullptr, false},
-    {"seconds", nullptr, &HistoryRow::seconds, true},
-    {"error_eps_r", nullptr, &HistoryRow::error_eps_r, false},
-    {"error_sigma", nullptr, &HistoryRow::error_sigma, false},
-    {"change_eps_r", nullptr, &HistoryRow::change_eps_r, false},
-    {"change_sigma", nullptr, &HistoryRow::change_sigma, false},
+    {"iteration", &HistoryRow::iteration, nullptr, "{}", true, false},
+    {"misfit", nullptr, &HistoryRow::misfit, "{:.17g}", true, false},
+    {"misfit_relative", nullptr, &HistoryRow::misfit_relative, "{:.17g}", true, false},
+    {"gradient_norm", nullptr, &HistoryRow::gradient_norm, "{:.17g}", true, false},
+    {"step", nullptr, &HistoryRow::step, "{:.17g}", true, false},
+    {"evaluations", &HistoryRow::evaluations, nullptr, "{}", true, false},
+    {"propagations", &HistoryRow::propagations, nullptr, "{}", false, false},
+    {"seconds", nullptr, &HistoryRow::seconds, "{:.3f}", true, false},
+    {"error_eps_r", nullptr, &HistoryRow::error_eps_r, "{:.17g}", false, true},
+    {"error_sigma", nullptr, &HistoryRow::error_sigma, "{:.17g}", false, true},
+    {"change_eps_r", nullptr, &HistoryRow::change_eps_r, "{:.17g}", false, false},
+    {"change_sigma", nullptr, &HistoryRow::change_sigma, "{:.17g}", false, false},
 };
 
 }  // namespace
+
+std::string history_header(bool errors) {
+    std::string s = "stage";
+    for (const HistoryColumn& c : kHistoryColumns)
+        if (errors || !c.truth_only) s += std::string(",") + c.name;
+    return s + "\n";
+}
+
+std::string history_line(const HistoryRow& r, bool errors) {
+    std::string s = r.stage;
+    for (const HistoryColumn& c : kHistoryColumns) {
+        if (!errors && c.truth_only) continue;
+        s += ',';
+        s += c.count ? fmt::format(fmt::runtime(c.format), r.*(c.count)) : fmt::format(fmt::runtime(c.format), r.*(c.real));
+    }
+    return s + "\n";
+}
 
 std::vector<HistoryRow> parse_history(const std::string& csv) {
     std::vector<HistoryRow> rows;
