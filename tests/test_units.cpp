@@ -541,5 +541,30 @@ TEST(Smoothing, MatchesTheDirectSumWhateverTheKernelLength) {
     }
 }
 
+TEST(Regions, APolygonHoldsTheNodesOnItsEdges) {
+    // a layer drawn to the model's edges, on the suite's 0.05 m grid: the nodes of its right
+    // column (x = 100 * 0.05) and bottom row (z = 150 * 0.05) lie on its edges and belong to it
+    ModelRegion layer;
+    layer.kind = ModelRegion::Kind::polygon;
+    layer.points = {{0.0, 3.0}, {5.0, 3.5}, {5.0, 7.5}, {0.0, 7.5}};
+    const double dx = 0.05;
+    for (int i = 0; i <= 100; i += 10) EXPECT_TRUE(layer.contains(i * dx, 150 * dx)) << "bottom row, x = " << i * dx;
+    for (int k = 75; k <= 150; k += 5) EXPECT_TRUE(layer.contains(100 * dx, k * dx)) << "right column, z = " << k * dx;
+    EXPECT_TRUE(layer.contains(0.0, 3.0));   // a vertex
+    EXPECT_TRUE(layer.contains(2.5, 3.25));  // on the dipping top
+    EXPECT_FALSE(layer.contains(2.5, 3.25 - 1e-6));
+    EXPECT_FALSE(layer.contains(100 * dx + 1e-6, 5.0));
+    EXPECT_FALSE(layer.contains(2.5, 150 * dx + 1e-6));
+    EXPECT_TRUE(layer.contains(2.5, 5.0));
+    // painted on a 101 x 151 grid, the last column and row take the layer's value
+    Model m = Model::uniform(Grid{101, 151, dx, dx}, 5.5, 0.003);
+    layer.eps_r = 8.0;
+    paint_regions(m, {layer});
+    EXPECT_EQ(m.eps_r(150, 100), 8.0);
+    EXPECT_EQ(m.eps_r(150, 0), 8.0);
+    EXPECT_EQ(m.eps_r(100, 100), 8.0);
+    EXPECT_EQ(m.eps_r(50, 100), 5.5);
+}
+
 }  // namespace
 }  // namespace gprfwi

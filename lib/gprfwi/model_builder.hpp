@@ -20,11 +20,11 @@ struct ModelRegion {
     Position center;                 // circle, m
     double radius = 0;               // circle, m
     Position from, to;               // rectangle: opposite corners, m
-    std::vector<Position> points;    // polygon vertices, m (even-odd rule)
+    std::vector<Position> points;    // polygon vertices, m (even-odd rule, edges inside)
     std::optional<double> eps_r, sigma, mu_r;
 
-    /// Whether the point (x, z), in metres, lies inside (boundary included for
-    /// layers, circles and rectangles).
+    /// Whether the point (x, z), in metres, lies inside: boundary included for
+    /// circles, rectangles and polygons; a layer holds its top, not its bottom.
     bool contains(double x, double z) const;
 };
 

@@ -5,6 +5,22 @@
 
 namespace gprfwi {
 
+namespace {
+
+/// Whether (x, z) lies on the segment a-b, to a billionth of its length (node positions are
+/// products i * dx, vertices are decimals: neither is exact).
+bool on_segment(const Position& a, const Position& b, double x, double z) {
+    const double ux = b.x - a.x, uz = b.z - a.z, vx = x - a.x, vz = z - a.z;
+    const double length2 = ux * ux + uz * uz;
+    const double tol = 1e-9 * std::max(std::sqrt(length2), 1e-300);
+    if (length2 == 0) return std::hypot(vx, vz) <= tol;
+    const double along = (ux * vx + uz * vz) / std::sqrt(length2);  // distance along a-b
+    const double across = (ux * vz - uz * vx) / std::sqrt(length2);  // distance from its line
+    return std::abs(across) <= tol && along >= -tol && along <= std::sqrt(length2) + tol;
+}
+
+}  // namespace
+
 bool ModelRegion::contains(double x, double z) const {
     switch (kind) {
         case Kind::layer:
@@ -15,6 +31,11 @@ bool ModelRegion::contains(double x, double z) const {
             return x >= std::min(from.x, to.x) && x <= std::max(from.x, to.x) && z >= std::min(from.z, to.z) &&
                    z <= std::max(from.z, to.z);
         case Kind::polygon: {
+            // a node on an edge is inside, as for the other shapes: the even-odd test alone leaves out
+            // the right and lower edges, so a layer drawn to the model's edge would miss its last
+            // column and row (a seam the CPML then extends into a reflector)
+            for (std::size_t i = 0, j = points.size() - 1; i < points.size(); j = i++)
+                if (on_segment(points[j], points[i], x, z)) return true;
             bool inside = false;
             for (std::size_t i = 0, j = points.size() - 1; i < points.size(); j = i++) {
                 const Position& a = points[i];
