@@ -192,7 +192,7 @@ TEST(BackgroundScan, RunsOnceBeforeTheFirstStage) {
     const Grid g{12, 10, 0.05, 0.05};
     InversionSpec spec = air_masked_spec();
     spec.scan.eps_r = true;
-    spec.fix_edges = false;
+    spec.edges = EdgeRule::free;
     const Model start = air_over_ground(g, 9.0, 0.004);
     const auto dir = test::scratch_path("scan");
     std::filesystem::create_directories(dir);

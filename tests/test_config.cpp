@@ -593,6 +593,22 @@ inversion:
              "inversion.stages=[{name: a, parameters: [eps_r], iterations: 3}]"});
         EXPECT_TRUE(on.inversion.stages[0].project_wavelet) << "asked for";
     }
+    {  // the outermost nodes follow their inner neighbours unless the campaign says
+        EXPECT_EQ(s.edges, EdgeRule::follow);
+        const std::string f = write_run_file("campaign", base);
+        EXPECT_EQ(load_campaign(f, {"inversion.edges=fixed"}).inversion.edges, EdgeRule::fixed);
+        EXPECT_EQ(load_campaign(f, {"inversion.edges=free"}).inversion.edges, EdgeRule::free);
+        EXPECT_EQ(load_campaign(f, {"inversion.fix_edges=true"}).inversion.edges, EdgeRule::fixed) << "older spelling";
+        EXPECT_EQ(load_campaign(f, {"inversion.fix_edges=false"}).inversion.edges, EdgeRule::free);
+        try {
+            load_campaign(f, {"inversion.edges=held"});
+            ADD_FAILURE() << "an unknown rule";
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("inversion.edges: expected one of follow, fixed, free"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_THROW(load_campaign(f, {"inversion.edges=fixed", "inversion.fix_edges=true"}), ConfigError);
+    }
     EXPECT_EQ(s.wavelet_water_level, 0.05);
     EXPECT_EQ(s.illumination_stabilization, 0.05);
     EXPECT_EQ(s.smoothing_m, 0.1);

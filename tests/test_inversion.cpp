@@ -75,6 +75,18 @@ NodeWeights node_weights(const std::vector<double>& r, std::size_t n, std::size_
     return w;
 }
 
+/// w with the model's outermost nodes masked and, where `linked`, linked to
+/// their inner nodes (InversionSpec::edges, follow) in `links`.
+NodeWeights edges_of(NodeWeights w, const Grid& g, bool linked, EdgeLinks& links) {
+    if (!linked) return w;
+    links = edge_links(InversionSpec{}, g);
+    for (const auto& [e, i] : links) {
+        w.masked[e] = 1;
+        w.weight[e] = 0;
+    }
+    return w;
+}
+
 /// Slopes of |f(x + h d) - f(x) - h <g, d>| over h = 2^-2 .. 2^-6 must be ~2.
 template <typename F>
 void expect_taylor_second_order(F&& f, const std::vector<double>& x, const std::vector<double>& d, const char* what) {
@@ -316,7 +328,9 @@ TEST(Regularization, HessianVectorProductsAreExact) {
 /// is that of its value, and its Hessian products those of the gradient
 /// (central differences along a random direction, both parameters, both
 /// terms, weights below 1 and masked nodes).
-TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
+/// With the edges linked (they follow their inner nodes), the same.
+void expect_regularization_derivatives(bool linked) {
+    SCOPED_TRACE(linked ? "edges linked" : "edges as their weights say");
     const Grid g{31, 24, 0.05, 0.04};
     const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
     InversionSpec spec;
@@ -324,8 +338,10 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
     spec.regularize_sigma = {0.0, 0.5, 0.2};
     const std::vector<int> params{0, 1};
     const auto r = random_vector(3 * n, 11);
-    const auto [weight, masked] = node_weights(r, n, 17, 0.6);
-    const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004, 1e-9, 1e9, 1e-30, 1e30};  // (no bound reached)
+    EdgeLinks links;
+    const auto [weight, masked] = edges_of(node_weights(r, n, 17, 0.6), g, linked, links);
+    const StageVariables v{params, weight, masked, 0.3, 0.2, 7.0, 0.004, 1e-9, 1e9, 1e-30, 1e30,  // (no bound reached)
+                           linked ? &links : nullptr};
     Model base = Model::uniform(g, 7.0, 0.004);
     std::vector<double> x(2 * n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -370,18 +386,30 @@ TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
     EXPECT_LT(std::sqrt(err / norm), 1e-6) << "Hessian along d";
 }
 
+TEST(StageRegularization, GradientAndHessianAreThoseOfItsValue) {
+    expect_regularization_derivatives(false);
+    expect_regularization_derivatives(true);
+}
+
 /// A stage's change of variables (eps_r = s_eps w x, sigma = sigma_ref
 /// exp(s_sig w x); masked nodes fixed): x from a model and back gives the
 /// model; the model's direction along v, the gradient in x and the Hessian
 /// in x (with the exponential's curvature) are those of central differences
 /// through model_from_x, for J = sum a eps_r + b sigma + c sigma^2.
-TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
+/// With the edges linked, a linked edge takes its inner node's value from x
+/// (not base's), and the maps are still the derivatives.
+void expect_variable_maps(bool linked) {
+    SCOPED_TRACE(linked ? "edges linked" : "edges as their weights say");
     const Grid g{23, 17, 0.05, 0.04};
     const std::size_t n = static_cast<std::size_t>(g.nx) * g.nz;
     const std::vector<int> params{0, 1};
     const auto r = random_vector(6 * n, 21);
-    const auto [weight, masked] = node_weights(r, n, 13, 0.5);
-    const StageVariables v{params, weight, masked, 0.4, 0.3, 6.0, 0.005, 1.0, 30.0, 1e-4, 0.1};
+    EdgeLinks links;
+    const auto [weight, masked] = edges_of(node_weights(r, n, 13, 0.5), g, linked, links);
+    const StageVariables v{params, weight, masked, 0.4, 0.3, 6.0, 0.005, 1.0, 30.0, 1e-4, 0.1,
+                           linked ? &links : nullptr};
+    std::vector<char> follows(n, 0);
+    for (const auto& [e, i] : links) follows[e] = !masked[i];
     Model m = Model::uniform(g, 6.0, 0.005), base = m;
     for (std::size_t i = 0; i < n; ++i) {
         m.eps_r.data()[i] = 6.0 + std::tanh(r[n + i]);
@@ -393,10 +421,16 @@ TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
     for (std::size_t j = 0; j < 2 * n; ++j) v.entry_of(m, j, x[j], lo[j], hi[j]);
     Model back = Model::uniform(g, 1.0, 1.0);
     v.model_from_x(x.data(), back, &base);
+    for (const auto& [e, i] : links) {
+        EXPECT_EQ(back.eps_r.data()[e], back.eps_r.data()[i]) << e;
+        EXPECT_EQ(back.sigma.data()[e], back.sigma.data()[i]) << e;
+    }
     for (std::size_t i = 0; i < n; ++i) {
         if (masked[i]) {
-            EXPECT_EQ(back.eps_r.data()[i], 3.0) << i;
-            EXPECT_EQ(back.sigma.data()[i], 0.002) << i;
+            if (!follows[i]) {
+                EXPECT_EQ(back.eps_r.data()[i], 3.0) << i;
+                EXPECT_EQ(back.sigma.data()[i], 0.002) << i;
+            }
             EXPECT_EQ(x[i], 0.0);
             continue;
         }
@@ -468,6 +502,11 @@ TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
     EXPECT_GT(norm, 0.0);
     EXPECT_LT(std::sqrt(err / norm), 1e-7) << "Hessian along d";
     EXPECT_GT(std::sqrt(gn_err / norm), 1e-3) << "without the exponential's curvature the product is another";
+}
+
+TEST(StageVariables, MapsAreTheDerivativesOfTheModelFromX) {
+    expect_variable_maps(false);
+    expect_variable_maps(true);
 }
 
 /// The calibrated scales: a unit step along -df/dx moves eps_r by
@@ -576,7 +615,7 @@ TEST(StageVariables, IlluminationFactors) {
 
 /// A stage's update weights: sin^2(pi d / 2 r) within the taper's radius of
 /// each antenna (the least where two reach; an antenna twice counts once), 0
-/// in the mask and at the edges (fix_edges), 1 elsewhere.
+/// in the mask and at the edges (but where edges are free), 1 elsewhere.
 TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     const Grid g{40, 30, 0.1, 0.1};
     InversionSpec spec;
@@ -587,7 +626,7 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     air.top = -1;
     air.bottom = 0.35;  // rows 0-3
     spec.mask = {air};
-    spec.fix_edges = true;
+    spec.edges = EdgeRule::fixed;
     const std::vector<double> w = update_weights(spec, g);
     ASSERT_EQ(w.size(), static_cast<std::size_t>(g.nx * g.nz));
     auto at = [&](int ix, int iz) { return w[static_cast<std::size_t>(iz) * g.nx + ix]; };
@@ -604,7 +643,9 @@ TEST(StageVariables, UpdateWeightsTaperMaskAndEdges) {
     EXPECT_GT(at(11, 10), 0.0);                 // between the two antennas of row 10: the nearer's
     EXPECT_LT(at(11, 10), taper(0.1) + 1e-15);
     EXPECT_NEAR(at(30, 20), taper(0.05), 1e-15);  // an antenna between nodes
-    spec.fix_edges = false;
+    spec.edges = EdgeRule::follow;  // (the same weights: the edges are masked, and follow)
+    EXPECT_EQ(update_weights(spec, g), w);
+    spec.edges = EdgeRule::free;
     spec.mask.clear();
     spec.taper_radius_m = 0;
     for (double x : update_weights(spec, g)) EXPECT_EQ(x, 1.0);
@@ -1416,7 +1457,7 @@ InversionSpec quadratic_spec() {
     second.iterations = 25;
     s.stages = {first, second};
     s.save_models = false;
-    s.fix_edges = false;  // the analytic objective has no CPML
+    s.edges = EdgeRule::free;  // the analytic objective has no CPML
     return s;
 }
 

@@ -29,6 +29,7 @@ namespace gprfwi {
 /// semi-definite, two propagations a product at the current model) or full
 /// (the second-order adjoint; CPU backend).
 enum class InversionMethod { lbfgs, gauss_newton, newton };
+enum class EdgeRule { follow, fixed, free };
 enum class NewtonPreconditioner { smoothing, lbfgs };
 InversionMethod parse_inversion_method(const std::string& name);
 const char* to_string(InversionMethod m);
@@ -124,9 +125,15 @@ struct InversionSpec {
     double calibration_eps_r_step = 0.05, calibration_sigma_step = 0.2;
     std::string petsc_options;          // e.g. "-tao_type blmvm -tao_ls_type more-thuente"
     std::vector<ModelRegion> mask;      // regions that must not change (air, boreholes)
-    /// Keep the outermost nodes fixed: each also sets the CPML strip beyond it
-    /// (the model is extended into the CPML), so its gradient sums the whole strip.
-    bool fix_edges = true;
+    /// The outermost nodes (inversion.edges). Each also sets the CPML strip
+    /// beyond it (the model is extended into the CPML), so its own gradient
+    /// sums the whole strip and, free, it soaks up the update (`free`); held at
+    /// the start (`fixed`), it leaves a step between the inverted ground and
+    /// the CPML wherever the start is wrong at the edge, a reflector no
+    /// interior update can remove; `follow` (the default) gives each the value
+    /// of its inner neighbour, so the ground goes on into the CPML as the
+    /// interior has it, with the exact gradient (the neighbour gathers the edge's).
+    EdgeRule edges = EdgeRule::follow;
     /// Taper around sources and receivers (`taper_points`, m): the update of a
     /// node at distance r < taper_radius_m is scaled by sin^2(pi r / (2 R)),
     /// which damps the source and receiver imprint. Applied as a diagonal

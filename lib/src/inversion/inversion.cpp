@@ -137,6 +137,7 @@ public:
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
         weight_ = update_weights(spec, model.grid);
+        links_ = edge_links(spec, model.grid);
         masked_.resize(n_);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n_; ++i) masked_[i] = is_free(weight_[i]) ? 0 : 1;
@@ -145,6 +146,9 @@ public:
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
     void run(const std::optional<CheckpointState>& resume, double campaign_seconds) {
         campaign_offset_ = campaign_seconds;
+        // linked edges follow from the start, whatever the start had there (a resumed model already does)
+        follow_edges(links_, model_.eps_r.data());
+        follow_edges(links_, model_.sigma.data());
         clamp_to_bounds();
         output_.start_at(model_);
         if (resume) {
@@ -331,7 +335,7 @@ private:
     /// The change of variables between TAO's vector and the model (stage_variables.hpp).
     StageVariables variables() const {
         return {params_, weight_, masked_, s_eps_, s_sig_, eps_ref_, sigma_ref_,
-                spec_.eps_r_min, spec_.eps_r_max, spec_.sigma_min, spec_.sigma_max};
+                spec_.eps_r_min, spec_.eps_r_max, spec_.sigma_min, spec_.sigma_max, &links_};
     }
 
     /// Hv = d2f/dx2 v at x: the data term's Hessian through the objective
@@ -468,6 +472,7 @@ private:
     StageTimes times_;
     StageOutput output_;
     std::vector<double> weight_;
+    EdgeLinks links_;  // the edges that follow their inner nodes (spec.edges)
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;

@@ -71,6 +71,9 @@ double StageRegularization::value(const Model& m, const StageVariables& v, doubl
             const double* gq = s.sum.data();
 #pragma omp parallel for schedule(static)
             for (std::size_t i = 0; i < n; ++i) gx[k * n + i] += v.masked[i] ? 0.0 : gq[i] * dq_dx * v.weight[i];
+            if (v.links)
+                for (const auto& [e, i] : *v.links)
+                    if (!v.masked[i]) gx[k * n + i] += gq[e] * dq_dx * v.weight[i];
         }
     }
     return r;
@@ -89,6 +92,7 @@ void StageRegularization::hessian(const Model& m, const StageVariables& v, const
         double* dq = s.dq.data();
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n; ++i) dq[i] = v.masked[i] ? 0.0 : dq_dx * v.weight[i] * d[k * n + i];
+        if (v.links) follow_edges(*v.links, dq);
         weighted_terms(w, g.nz, g.nx, s.sum, s.part, [&](int t, Array2D& part) {
             if (t == 0) tikhonov_hessian(s.dq, g.dx, g.dz, part);
             else total_variation_hessian(s.q, s.dq, g.dx, g.dz, w.tv_beta, part);
@@ -98,6 +102,9 @@ void StageRegularization::hessian(const Model& m, const StageVariables& v, const
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n; ++i)
             if (!v.masked[i]) out[k * n + i] += hq[i] * dq_dx * v.weight[i];
+        if (v.links)
+            for (const auto& [e, i] : *v.links)
+                if (!v.masked[i]) out[k * n + i] += hq[e] * dq_dx * v.weight[i];
     }
 }
 

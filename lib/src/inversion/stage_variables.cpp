@@ -24,7 +24,7 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
             w = 1;
             // an edge node also sets the CPML strip beyond it (the model is extended into the
             // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
-            if (spec.fix_edges && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
+            if (spec.edges != EdgeRule::free && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
             if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
         }
         for (const Position& p : tapered) {
@@ -40,6 +40,24 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
         }
     }
     return weight;
+}
+
+EdgeLinks edge_links(const InversionSpec& spec, const Grid& g) {
+    EdgeLinks links;
+    if (spec.edges != EdgeRule::follow || g.nx < 3 || g.nz < 3) return links;
+    const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
+    const auto node = [&](int ix, int iz) { return static_cast<std::size_t>(iz) * g.nx + ix; };
+    for (int iz = 0; iz < g.nz; ++iz)
+        for (int ix = 0; ix < g.nx; ++ix) {
+            if (ix != 0 && iz != 0 && ix != g.nx - 1 && iz != g.nz - 1) continue;
+            if (in_mask[node(ix, iz)]) continue;  // the mask's values stand
+            links.emplace_back(node(ix, iz), node(std::clamp(ix, 1, g.nx - 2), std::clamp(iz, 1, g.nz - 2)));
+        }
+    return links;
+}
+
+void follow_edges(const EdgeLinks& links, double* a) {
+    for (const auto& [edge, inner] : links) a[edge] = a[inner];
 }
 
 std::vector<std::size_t> taper_held_nodes(const InversionSpec& spec, const Grid& g) {
@@ -165,6 +183,7 @@ void StageVariables::model_from_x(const double* x, Model& m, const Model* base) 
             else
                 to.data()[i] = std::clamp(sigma_ref * std::exp(s_sig * weight[i] * xp[i]), sigma_min, sigma_max);
         }
+        if (links) follow_edges(*links, to.data());
     }
 }
 
@@ -178,6 +197,7 @@ void StageVariables::direction_to_model(const double* v, const Model& m, Array2D
             if (eps) ve.data()[i] = s_eps * weight[i] * v[k * n + i];
             else vs.data()[i] = m.sigma.data()[i] * s_sig * weight[i] * v[k * n + i];
         }
+        if (links) follow_edges(*links, eps ? ve.data() : vs.data());
     }
 }
 
@@ -190,6 +210,12 @@ void StageVariables::gradient_to_x(const Array2D& ge, const Array2D& gs, const M
             gx[k * n + i] = masked[i] ? 0.0
                                       : weight[i] * (eps ? ge.data()[i] / j0 * s_eps
                                                          : gs.data()[i] * m.sigma.data()[i] / j0 * s_sig);
+        // a linked edge moves with its inner node (and has its sigma)
+        if (links)
+            for (const auto& [e, i] : *links)
+                if (!masked[i])
+                    gx[k * n + i] += weight[i] * (eps ? ge.data()[e] / j0 * s_eps
+                                                      : gs.data()[e] * m.sigma.data()[e] / j0 * s_sig);
     }
 }
 
@@ -209,6 +235,18 @@ void StageVariables::hessian_to_x(const Array2D& he, const Array2D& hs, const Mo
                 const double ds_dx = m.sigma.data()[i] * s_sig * weight[i];
                 o = ds_dx * hs.data()[i] / j0;
                 if (curvature) o += curvature->data()[i] * ds_dx * s_sig * weight[i] * v[k * n + i] / j0;
+            }
+        }
+        if (!links) continue;
+        for (const auto& [e, i] : *links) {
+            if (masked[i]) continue;
+            double& o = out[k * n + i];
+            if (eps) {
+                o += weight[i] * s_eps * he.data()[e] / j0;
+            } else {
+                const double ds_dx = m.sigma.data()[e] * s_sig * weight[i];
+                o += ds_dx * hs.data()[e] / j0;
+                if (curvature) o += curvature->data()[e] * ds_dx * s_sig * weight[i] * v[k * n + i] / j0;
             }
         }
     }

@@ -24,7 +24,7 @@ inline constexpr double kMaskedWeight = 1e-3;
 inline bool is_free(double weight) { return weight >= kMaskedWeight; }
 
 /// Each node's weight of the update before any preconditioning: 1, but 0 in
-/// spec.mask's regions and (spec.fix_edges) at the model's edges, and
+/// spec.mask's regions and at the model's edges (spec.edges, but for free), and
 /// sin^2(pi d / 2 r) within the taper's radius r of every antenna
 /// (spec.taper_points, d the node's distance), the least where several reach.
 std::vector<double> update_weights(const InversionSpec& spec, const Grid& grid);
@@ -73,8 +73,22 @@ double sigma_sensitivity(const GradientPeaks& peaks, double eps_ref);
 std::vector<double> illumination_factors(const Array2D& illumination, const std::vector<char>& masked,
                                          double stabilization);
 
+/// Edge nodes that follow an inner node (InversionSpec::edges, follow):
+/// pairs (edge, inner), the edge taking the inner node's value.
+using EdgeLinks = std::vector<std::pair<std::size_t, std::size_t>>;
+
+/// The links of spec.edges on grid g: with `follow`, each outermost node
+/// outside spec.mask to its nearest node one row or column in (a corner to
+/// the diagonal one); else none, as on a grid under 3 nodes across.
+EdgeLinks edge_links(const InversionSpec& spec, const Grid& g);
+
+/// a[edge] = a[inner] for each link: the model the links define.
+void follow_edges(const EdgeLinks& links, double* a);
+
 /// A view of the change of variables: the stage owns the arrays, which must
-/// outlive it.
+/// outlive it. With edge links, a linked edge node (masked) takes its inner
+/// node's value, direction and so on, and the inner node's derivatives gather
+/// the edge's: the maps stay the exact derivatives of model_from_x.
 struct StageVariables {
     const std::vector<int>& params;
     const std::vector<double>& weight;
@@ -83,6 +97,7 @@ struct StageVariables {
     /// The bounds a model from x is clamped to: a bound mapped to x and back
     /// may miss it by a rounding.
     double eps_r_min = 0, eps_r_max = 0, sigma_min = 0, sigma_max = 0;
+    const EdgeLinks* links = nullptr;  // none: every masked node keeps its value
 
     std::size_t nodes() const { return weight.size(); }
     /// x of node i's eps_r e, and of its sigma s (unmasked nodes).
@@ -94,7 +109,7 @@ struct StageVariables {
     void entry_of(const Model& m, std::size_t j, double& x, double& lo, double& hi) const;
 
     /// The active parameters of m from x; their masked nodes keep m's values,
-    /// or take base's where given.
+    /// or take base's where given, but for linked edges, which follow.
     void model_from_x(const double* x, Model& m, const Model* base = nullptr) const;
 
     /// The model's direction (d eps_r, d sigma) along x's direction v at m

@@ -889,7 +889,7 @@ std::string stages_written_out(const std::vector<StageSpec>& stages) {
 InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunConfig& c) {
     const YAML::Node inv = r.required(root, "", "inversion");
     const std::string p = "inversion";
-    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
+    r.map(inv, p, {"bounds", "stages", "misfit", "regularization", "scaling", "calibration", "petsc_options", "mask", "edges", "fix_edges", "taper", "save", "wavelet_water_level", "illumination", "smoothing",
                    "true_model", "estimate_wavelet", "wavelet_projection", "scan", "method", "newton", "max_propagations",
                    "flood", "sigma_first"});
     InversionSpec s;
@@ -970,7 +970,14 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
     read_scan(inv["scan"], r, p + ".scan", c, f_dominant, s);
     if (inv["illumination"])
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
-    if (inv["fix_edges"]) s.fix_edges = r.boolean(inv["fix_edges"], p + ".fix_edges");
+    if (inv["edges"] && inv["fix_edges"])
+        r.fail(inv["fix_edges"], p + ".fix_edges", "expected edges or fix_edges (its older spelling), not both");
+    if (inv["edges"]) {
+        const std::string rule = r.text(inv["edges"], p + ".edges", {"follow", "fixed", "free"});
+        s.edges = rule == "follow" ? EdgeRule::follow : rule == "fixed" ? EdgeRule::fixed : EdgeRule::free;
+    }
+    // (fix_edges: true held them, false freed them)
+    if (inv["fix_edges"]) s.edges = r.boolean(inv["fix_edges"], p + ".fix_edges") ? EdgeRule::fixed : EdgeRule::free;
     read_taper(inv["taper"], r, p, c, automatic, s);
     const bool auto_stages = !stages || is_auto(stages);
     const std::vector<double> weight = auto_stages ? update_weights(s, c.grid) : std::vector<double>{};
