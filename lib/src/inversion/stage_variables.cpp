@@ -23,7 +23,8 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
             double& w = weight[static_cast<std::size_t>(iz) * g.nx + ix];
             w = 1;
             // an edge node also sets the CPML strip beyond it (the model is extended into the
-            // CPML), so its gradient is that of the whole strip: keep it fixed unless asked not to
+            // CPML), so its own gradient is that of the whole strip: not a variable of its own
+            // unless edges are free (with follow it moves with its inner node: edge_links)
             if (spec.edges != EdgeRule::free && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
             if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
         }
