@@ -11,12 +11,12 @@ namespace {
 /// products i * dx, vertices are decimals: neither is exact).
 bool on_segment(const Position& a, const Position& b, double x, double z) {
     const double ux = b.x - a.x, uz = b.z - a.z, vx = x - a.x, vz = z - a.z;
-    const double length2 = ux * ux + uz * uz;
-    const double tol = 1e-9 * std::max(std::sqrt(length2), 1e-300);
-    if (length2 == 0) return std::hypot(vx, vz) <= tol;
-    const double along = (ux * vx + uz * vz) / std::sqrt(length2);  // distance along a-b
-    const double across = (ux * vz - uz * vx) / std::sqrt(length2);  // distance from its line
-    return std::abs(across) <= tol && along >= -tol && along <= std::sqrt(length2) + tol;
+    const double length = std::hypot(ux, uz);
+    if (length == 0) return vx == 0 && vz == 0;
+    const double tol = 1e-9 * length;
+    const double along = (ux * vx + uz * vz) / length;   // distance along a-b
+    const double across = (ux * vz - uz * vx) / length;  // distance from its line
+    return std::abs(across) <= tol && along >= -tol && along <= length + tol;
 }
 
 }  // namespace

@@ -69,11 +69,7 @@ double StageRegularization::value(const Model& m, const StageVariables& v, doubl
         if (gx) {
             const double dq_dx = v.params[k] == 0 ? v.s_eps / v.eps_ref : v.s_sig;
             const double* gq = s.sum.data();
-#pragma omp parallel for schedule(static)
-            for (std::size_t i = 0; i < n; ++i) gx[k * n + i] += v.masked[i] ? 0.0 : gq[i] * dq_dx * v.weight[i];
-            if (v.links)
-                for (const auto& [e, i] : *v.links)
-                    if (!v.masked[i]) gx[k * n + i] += gq[e] * dq_dx * v.weight[i];
+            v.collect(gx + k * n, true, [&](std::size_t from, std::size_t i) { return gq[from] * dq_dx * v.weight[i]; });
         }
     }
     return r;
@@ -99,12 +95,7 @@ void StageRegularization::hessian(const Model& m, const StageVariables& v, const
             return 0.0;
         });
         const double* hq = s.sum.data();
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; ++i)
-            if (!v.masked[i]) out[k * n + i] += hq[i] * dq_dx * v.weight[i];
-        if (v.links)
-            for (const auto& [e, i] : *v.links)
-                if (!v.masked[i]) out[k * n + i] += hq[e] * dq_dx * v.weight[i];
+        v.collect(out + k * n, true, [&](std::size_t from, std::size_t i) { return hq[from] * dq_dx * v.weight[i]; });
     }
 }
 

@@ -8,6 +8,12 @@
 
 namespace gprfwi {
 
+namespace {
+
+bool is_edge(const Grid& g, int ix, int iz) { return ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1; }
+
+}  // namespace
+
 std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
     std::vector<double> weight(static_cast<std::size_t>(g.nx) * g.nz);
     const std::vector<char> in_mask = nodes_in_regions(g, spec.mask);
@@ -25,7 +31,7 @@ std::vector<double> update_weights(const InversionSpec& spec, const Grid& g) {
             // an edge node also sets the CPML strip beyond it (the model is extended into the
             // CPML), so its own gradient is that of the whole strip: not a variable of its own
             // unless edges are free (with follow it moves with its inner node: edge_links)
-            if (spec.edges != EdgeRule::free && (ix == 0 || iz == 0 || ix == g.nx - 1 || iz == g.nz - 1)) w = 0;
+            if (spec.edges != EdgeRule::free && is_edge(g, ix, iz)) w = 0;
             if (in_mask[static_cast<std::size_t>(iz) * g.nx + ix]) w = 0;
         }
         for (const Position& p : tapered) {
@@ -50,7 +56,7 @@ EdgeLinks edge_links(const InversionSpec& spec, const Grid& g) {
     const auto node = [&](int ix, int iz) { return static_cast<std::size_t>(iz) * g.nx + ix; };
     for (int iz = 0; iz < g.nz; ++iz)
         for (int ix = 0; ix < g.nx; ++ix) {
-            if (ix != 0 && iz != 0 && ix != g.nx - 1 && iz != g.nz - 1) continue;
+            if (!is_edge(g, ix, iz)) continue;
             if (in_mask[node(ix, iz)]) continue;  // the mask's values stand
             links.emplace_back(node(ix, iz), node(std::clamp(ix, 1, g.nx - 2), std::clamp(iz, 1, g.nz - 2)));
         }
@@ -206,17 +212,9 @@ void StageVariables::gradient_to_x(const Array2D& ge, const Array2D& gs, const M
     const std::size_t n = nodes();
     for (std::size_t k = 0; k < params.size(); ++k) {
         const bool eps = params[k] == 0;
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; ++i)
-            gx[k * n + i] = masked[i] ? 0.0
-                                      : weight[i] * (eps ? ge.data()[i] / j0 * s_eps
-                                                         : gs.data()[i] * m.sigma.data()[i] / j0 * s_sig);
-        // a linked edge moves with its inner node (and has its sigma)
-        if (links)
-            for (const auto& [e, i] : *links)
-                if (!masked[i])
-                    gx[k * n + i] += weight[i] * (eps ? ge.data()[e] / j0 * s_eps
-                                                      : gs.data()[e] * m.sigma.data()[e] / j0 * s_sig);
+        collect(gx + k * n, false, [&](std::size_t from, std::size_t i) {
+            return weight[i] * (eps ? ge.data()[from] / j0 * s_eps : gs.data()[from] * m.sigma.data()[from] / j0 * s_sig);
+        });
     }
 }
 
@@ -225,31 +223,14 @@ void StageVariables::hessian_to_x(const Array2D& he, const Array2D& hs, const Mo
     const std::size_t n = nodes();
     for (std::size_t k = 0; k < params.size(); ++k) {
         const bool eps = params[k] == 0;
-#pragma omp parallel for schedule(static)
-        for (std::size_t i = 0; i < n; ++i) {
-            double& o = out[k * n + i];
-            if (masked[i]) {
-                o = 0;
-            } else if (eps) {
-                o = weight[i] * s_eps * he.data()[i] / j0;
-            } else {
-                const double ds_dx = m.sigma.data()[i] * s_sig * weight[i];
-                o = ds_dx * hs.data()[i] / j0;
-                if (curvature) o += curvature->data()[i] * ds_dx * s_sig * weight[i] * v[k * n + i] / j0;
-            }
-        }
-        if (!links) continue;
-        for (const auto& [e, i] : *links) {
-            if (masked[i]) continue;
-            double& o = out[k * n + i];
-            if (eps) {
-                o += weight[i] * s_eps * he.data()[e] / j0;
-            } else {
-                const double ds_dx = m.sigma.data()[e] * s_sig * weight[i];
-                o += ds_dx * hs.data()[e] / j0;
-                if (curvature) o += curvature->data()[e] * ds_dx * s_sig * weight[i] * v[k * n + i] / j0;
-            }
-        }
+        const double* vk = v + k * n;
+        collect(out + k * n, false, [&](std::size_t from, std::size_t i) {
+            if (eps) return weight[i] * s_eps * he.data()[from] / j0;
+            const double ds_dx = m.sigma.data()[from] * s_sig * weight[i];
+            double o = ds_dx * hs.data()[from] / j0;
+            if (curvature) o += curvature->data()[from] * ds_dx * s_sig * weight[i] * vk[i] / j0;
+            return o;
+        });
     }
 }
 

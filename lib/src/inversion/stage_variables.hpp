@@ -125,6 +125,24 @@ struct StageVariables {
     /// the model-space gradient), which Gauss-Newton leaves out.
     void hessian_to_x(const Array2D& he, const Array2D& hs, const Model& m, double j0, const double* v,
                       const Array2D* curvature, double* out) const;
+
+    /// One parameter's block `out` of a derivative in x from its model-space
+    /// terms, set (or, with `add`, added to): term(from, i) is what model node
+    /// `from` gives free node i; masked nodes get nothing, and each linked
+    /// edge's term goes to its inner node, whose value it takes (the transpose
+    /// of following).
+    template <typename Term>
+    void collect(double* out, bool add, const Term& term) const {
+        const std::size_t n = nodes();
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+            const double t = masked[i] ? 0.0 : term(i, i);
+            out[i] = add ? out[i] + t : t;
+        }
+        if (links)
+            for (const auto& [e, i] : *links)
+                if (!masked[i]) out[i] += term(e, i);
+    }
 };
 
 }  // namespace gprfwi
