@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <random>
@@ -1141,6 +1142,7 @@ public:
     double evaluate(const Model& m, const StageSpec&, Array2D& ge, Array2D& gs) override {
         ++evaluations;
         if (stop_after > 0 && evaluations == stop_after) request_stop();
+        if (inspect) inspect(m);
         double j = 0;
         for (std::size_t i = 0; i < m.eps_r.size(); ++i) {
             const double w = 1.0 + 0.1 * static_cast<double>(i % 7);
@@ -1174,6 +1176,7 @@ public:
     int evaluations = 0;
     int products = 0;
     int stop_after = 0;
+    std::function<void(const Model&)> inspect;  // called with every model evaluated
 
 private:
     Array2D a_, b_;
@@ -2303,6 +2306,40 @@ TEST(Tao, FloodingStageKeepsOnlyABetterFit) {
         Quadratic judge(g, 1.0);
         EXPECT_LE(judge.evaluate(r.model, spec.stages[1], ge, gs), judge.evaluate(before, spec.stages[1], ge, gs));
     }
+}
+
+// With the edges following (InversionSpec::edges), every model the campaign
+// evaluates has them following, not only the stages' iterates: the start
+// (whose own edges differ), the background scan's, the flood's candidates
+// (whose step the flood leaves off the edges) and the final model, whose
+// antenna node one in from an edge the taper's fill changed after the last
+// iterate.
+TEST(Tao, EveryModelTheCampaignEvaluatesHasItsEdgesFollowing) {
+    const Grid g{10, 8, 0.1, 0.1};
+    InversionSpec spec = quadratic_spec();
+    spec.edges = EdgeRule::follow;
+    spec.stages[1].flood = true;
+    spec.scan.eps_r = true;
+    spec.taper_radius_m = 0.1;
+    spec.taper_points = {{0.1, 0.4}};  // node (1, 4): the inner node of the edge node (0, 4)
+    Model start = Model::uniform(g, 5.0, 0.002);
+    for (int iz = 0; iz < g.nz; ++iz) start.eps_r(iz, 0) = start.eps_r(iz, g.nx - 1) = 7.0;
+    const EdgeLinks links = edge_links(spec, g);
+    ASSERT_EQ(links.size(), static_cast<std::size_t>(2 * (g.nx + g.nz) - 4));
+    auto mismatched = [&](const Model& m) {
+        int n = 0;
+        for (const auto& [edge, inner] : links)
+            n += m.eps_r.data()[edge] != m.eps_r.data()[inner] || m.sigma.data()[edge] != m.sigma.data()[inner];
+        return n;
+    };
+    Quadratic q(g, 1.0);
+    int models = 0, broken = 0;
+    q.inspect = [&](const Model& m) { ++models, broken += mismatched(m) > 0; };
+    const InversionResult r = invert(start, spec, q, scratch_dir("edges-follow-campaign"), "", false);
+    EXPECT_GT(models, 40) << "the scan, the flood's heights and both stages";
+    EXPECT_EQ(broken, 0) << "of " << models << " models evaluated";
+    EXPECT_EQ(mismatched(r.model), 0);
+    EXPECT_NE(r.model.eps_r(4, 1), 5.0) << "the fill moved the antenna's node";
 }
 
 // The survey's sensitivity to sigma, which weights sigma's automatic total

@@ -146,9 +146,8 @@ public:
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
     void run(const std::optional<CheckpointState>& resume, double campaign_seconds) {
         campaign_offset_ = campaign_seconds;
-        // linked edges follow from the start, whatever the start had there (a resumed model already does)
-        follow_edges(links_, model_.eps_r.data());
-        follow_edges(links_, model_.sigma.data());
+        // linked edges follow from the start, whatever the start had there (the campaign's models already do)
+        follow_edges(links_, model_);
         clamp_to_bounds();
         output_.start_at(model_);
         if (resume) {
@@ -428,6 +427,7 @@ private:
     void fill_taper_held() {
         const std::vector<std::size_t> held = taper_held_nodes(spec_, model_.grid);
         filled_ = fill_held_nodes(held, weight_, stage_.invert_eps_r, stage_.invert_sigma, model_);
+        follow_edges(links_, model_);  // an antenna node one in from an edge is that edge's inner node
         if (filled_ > 0)
             spdlog::info("stage {}: the {} antenna nodes the taper holds take the mean of their free neighbours "
                          "(inversion.taper.fill)",
@@ -763,7 +763,7 @@ struct FloodStart {
 
 /// Before a flooding stage k (StageSpec::flood) begins: where the stage
 /// before it ended, written to its file (rank 0; a resume reads it back),
-/// and `model` flooded with the band (FloodBand: each column's deepest
+/// and `model` flooded (its edges following `links`) with the band (FloodBand: each column's deepest
 /// change, and its deepest jump in change where that differs) and step
 /// height whose model fits the stage's data best (every height from
 /// kFloodLeastHeight to kFloodGreatestHeight in steps of kFloodHeightStep;
@@ -772,8 +772,8 @@ struct FloodStart {
 /// worse than `model` (flood_fits); with `model`'s misfit in the stage's
 /// data, which settle_flood needs again after the stage.
 FloodStart begin_flood(const Model& model, const Model& start, const std::vector<double>& weight,
-                       const StageSpec& stage, int k, const InversionSpec& spec, InversionObjective& objective,
-                       const std::string& out_dir, const std::string& config) {
+                       const EdgeLinks& links, const StageSpec& stage, int k, const InversionSpec& spec,
+                       InversionObjective& objective, const std::string& out_dir, const std::string& config) {
     const std::string file = flood_file(out_dir, k, stage.name);
     parallel::collectively([&] {
         if (parallel::is_root()) write_model_h5(file, model, config);
@@ -803,6 +803,7 @@ FloodStart begin_flood(const Model& model, const Model& start, const std::vector
         for (int i = 0; i <= steps; ++i) {
             const double height = kFloodLeastHeight + i * kFloodHeightStep;
             Model flooded = flood_step(model, start, columns, weight, height, spec.eps_r_min, spec.eps_r_max, lateral);
+            follow_edges(links, flooded);  // the step goes on into the CPML, as in the stage that starts from it
             const double j = objective.misfit(flooded, stage);
             stop_if_asked();
             tried += fmt::format("{}{:.4g}: {:.6g}", i ? ", " : "", height, j);
@@ -985,7 +986,9 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::error_code ec;
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
+    const EdgeLinks links = edge_links(spec, start.grid);
     if (!resume) {
+        follow_edges(links, result.model);  // the model every stage would make of it (a checkpoint's already is)
         result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);
         if (spec.scan.eps_r || spec.scan.sigma) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
     }
@@ -1023,7 +1026,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         } else if (stage.flood) {
             before_flood = result.model;
             FloodStart flooded =
-                begin_flood(result.model, start, weight, stage, k, spec, objective, out_dir, config_text);
+                begin_flood(result.model, start, weight, links, stage, k, spec, objective, out_dir, config_text);
             result.model = std::move(flooded.model);
             before_flood_misfit = flooded.misfit_before;
         }

@@ -67,6 +67,11 @@ void follow_edges(const EdgeLinks& links, double* a) {
     for (const auto& [edge, inner] : links) a[edge] = a[inner];
 }
 
+void follow_edges(const EdgeLinks& links, Model& m) {
+    follow_edges(links, m.eps_r.data());
+    follow_edges(links, m.sigma.data());
+}
+
 std::vector<std::size_t> taper_held_nodes(const InversionSpec& spec, const Grid& g) {
     if (!(spec.taper_radius_m > 0) || spec.taper_points.empty()) return {};
     InversionSpec untapered = spec;

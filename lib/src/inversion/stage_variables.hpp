@@ -85,6 +85,12 @@ EdgeLinks edge_links(const InversionSpec& spec, const Grid& g);
 /// a[edge] = a[inner] for each link: the model the links define.
 void follow_edges(const EdgeLinks& links, double* a);
 
+/// Both parameters of `m` made to follow the links: every model the
+/// campaign evaluates is formed so (its start, the scan's, the flood's
+/// candidates, the taper's fill), as the stage's change of variables forms
+/// its iterates.
+void follow_edges(const EdgeLinks& links, Model& m);
+
 /// A view of the change of variables: the stage owns the arrays, which must
 /// outlive it. With edge links, a linked edge node (masked) takes its inner
 /// node's value, direction and so on, and the inner node's derivatives gather
