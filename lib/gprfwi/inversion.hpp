@@ -29,10 +29,14 @@ namespace gprfwi {
 /// semi-definite, two propagations a product at the current model) or full
 /// (the second-order adjoint; CPU backend).
 enum class InversionMethod { lbfgs, gauss_newton, newton };
+/// What the model's outermost nodes, which set the CPML beyond them, hold
+/// (InversionSpec::edges; docs/inversion.md, "Edges").
 enum class EdgeRule { follow, fixed, free };
 enum class NewtonPreconditioner { smoothing, lbfgs };
 InversionMethod parse_inversion_method(const std::string& name);
 const char* to_string(InversionMethod m);
+EdgeRule parse_edge_rule(const std::string& name);
+const char* to_string(EdgeRule r);
 
 struct StageSpec {
     std::string name;

@@ -633,6 +633,22 @@ const char* to_string(InversionMethod m) {
     return "?";
 }
 
+EdgeRule parse_edge_rule(const std::string& name) {
+    if (name == "follow") return EdgeRule::follow;
+    if (name == "fixed") return EdgeRule::fixed;
+    if (name == "free") return EdgeRule::free;
+    throw InvalidArgument("edge rule must be follow, fixed or free, got '" + name + "'");
+}
+
+const char* to_string(EdgeRule r) {
+    switch (r) {
+        case EdgeRule::follow: return "follow";
+        case EdgeRule::fixed: return "fixed";
+        case EdgeRule::free: return "free";
+    }
+    return "?";
+}
+
 double FwiObjective::evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
                                                 Array2D& grad_sigma, Array2D& illumination) {
     runner_.propagator().set_illumination(true);
@@ -987,6 +1003,10 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
     const EdgeLinks links = edge_links(spec, start.grid);
+    spdlog::info("the model's edges: {} ({})", to_string(spec.edges),
+                 spec.edges == EdgeRule::follow  ? "each outermost node outside the mask takes its inner neighbour's value"
+                 : spec.edges == EdgeRule::fixed ? "held at the start's values"
+                                                 : "variables of their own");
     if (!resume) {
         follow_edges(links, result.model);  // the model every stage would make of it (a checkpoint's already is)
         result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);

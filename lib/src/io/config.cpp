@@ -972,10 +972,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["edges"] && inv["fix_edges"])
         r.fail(inv["fix_edges"], p + ".fix_edges", "expected edges or fix_edges (its older spelling), not both");
-    if (inv["edges"]) {
-        const std::string rule = r.text(inv["edges"], p + ".edges", {"follow", "fixed", "free"});
-        s.edges = rule == "follow" ? EdgeRule::follow : rule == "fixed" ? EdgeRule::fixed : EdgeRule::free;
-    }
+    if (inv["edges"]) s.edges = parse_edge_rule(r.text(inv["edges"], p + ".edges", {"follow", "fixed", "free"}));
     // (fix_edges: true held them, false freed them)
     if (inv["fix_edges"]) s.edges = r.boolean(inv["fix_edges"], p + ".fix_edges") ? EdgeRule::fixed : EdgeRule::free;
     read_taper(inv["taper"], r, p, c, automatic, s);
