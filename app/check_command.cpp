@@ -15,7 +15,9 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "gprfwi/config.hpp"
+#include "gprfwi/distributed.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/files.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
@@ -67,20 +69,32 @@ void run_check(const CheckArgs& a) {
     const BackendKind backend = resolve_backend(o.backend);
     fmt::print("  ranks     {} (each binds GPU local_rank % GPUs per node); memory of a batch on the {} backend{}\n",
                ranks, to_string(backend),
-               backend == BackendKind::cuda ? " (device memory, kept levels where the storage puts them)" : "");
+               backend == BackendKind::cuda ? " (device memory, kept levels where the storage puts them)"
+               : c.shots_per_batch == 0     ? " (batches as half this machine's memory, shared by the ranks, holds)"
+                                            : "");
     for (int r = 0; r < ranks; ++r) {
         if (r >= 8 && r != ranks - 1) {
             if (r == 8) fmt::print("    ...\n");
             continue;
         }
         const auto shots = parallel::shots_of_rank(c.shots.size(), ranks, r);
-        const std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
-        std::string memory;
-        if (batch > 0) {
+        auto first_shots = [&](std::size_t n) {
             Survey first = survey;
             first.shots.clear();
-            for (std::size_t i = 0; i < batch; ++i) first.shots.push_back(survey.shots[shots[i]]);
-            const PropagationSetup setup = PropagationSetup::build(c.model, first, o);
+            for (std::size_t i = 0; i < n; ++i) first.shots.push_back(survey.shots[shots[i]]);
+            return PropagationSetup::build(c.model, first, o);
+        };
+        std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
+        if (c.shots_per_batch == 0 && backend == BackendKind::cpu && shots.size() > 1) {
+            // as DistributedRunner fits it, with every rank on this machine
+            const double one = static_cast<double>(plan_batch_memory(first_shots(1), o, true, backend).total());
+            const double per_shot = static_cast<double>(plan_batch_memory(first_shots(2), o, true, backend).total()) - one;
+            batch = shots_that_fit(one - per_shot, per_shot,
+                                   kHostMemoryShare * static_cast<double>(physical_memory_bytes()) / ranks, shots.size());
+        }
+        std::string memory;
+        if (batch > 0) {
+            const PropagationSetup setup = first_shots(batch);
             try {
                 const auto fwd = plan_batch_memory(setup, o, false, backend);
                 const auto grad = plan_batch_memory(setup, o, true, backend);

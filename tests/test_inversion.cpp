@@ -1190,6 +1190,19 @@ std::string scratch_dir(const std::string& name) {
     return d.string();
 }
 
+// A CPU batch under shots_per_batch 0 holds as many shots as its share of
+// the node's memory takes: the fixed arrays first, then whole shots; never
+// none, never more than the rank has.
+TEST(DistributedRunner, ShotsThatFitTheirShareOfMemory) {
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 36), 16u);   // (6 - 1) / 0.3 = 16.7
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 1e12, 36), 36u);  // all fit
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 1.2e9, 36), 1u);  // not even one: one at a time, as small as it gets
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 5e8, 36), 1u);
+    EXPECT_EQ(shots_that_fit(1e9, 0.0, 1e9, 36), 36u);   // shots that cost nothing more
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 1), 1u);
+    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 0), 1u);
+}
+
 /// A checkpoint's state survives the model file: every field, written as
 /// attributes and read back (what --resume starts from).
 TEST(StageCheckpoint, StateRoundTripsThroughTheModelFile) {

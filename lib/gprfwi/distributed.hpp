@@ -4,6 +4,7 @@
 // The same code runs with one rank and without MPI.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -30,11 +31,25 @@ public:
                                ShotTraces& out) const;
 };
 
+/// The share of a node's physical memory the batches of its ranks may hold
+/// on the CPU backend where shots_per_batch is 0; the rest is the run's
+/// other arrays (observed traces, models, the optimiser's vectors), other
+/// processes' and the system's.
+inline constexpr double kHostMemoryShare = 0.5;
+
+/// How many of `shots` a batch holds within `room` bytes, where a batch of
+/// n shots holds base + n per_shot: at least one, at most `shots`.
+std::size_t shots_that_fit(double base, double per_shot, double room, std::size_t shots);
+
 class DistributedRunner {
 public:
     /// `options` must already be fixed survey-wide (fix_survey_wide_options),
     /// so that each shot's traces do not depend on its rank or batch.
-    /// shots_per_batch 0 runs all of this rank's shots in one batch.
+    /// shots_per_batch 0 runs all of this rank's shots in one batch, on the
+    /// CPU backend as many of them as its share of the node's memory holds
+    /// (kHostMemoryShare, shared by the node's ranks; the gradient's memory
+    /// plan), so that a large survey runs in batches rather than being
+    /// killed for want of memory.
     DistributedRunner(const Survey& survey, const PropagatorOptions& options, int shots_per_batch);
 
     /// This rank's shots (indices into the survey), in order.
@@ -78,11 +93,17 @@ public:
     double communication_seconds() const { return communication_s_; }
 
 private:
-    /// Shots a batch holds: shots_per_batch, or all of this rank's.
+    /// Shots a batch holds: shots_per_batch, or all of this rank's (at most
+    /// fitted_ where fit_batch set it).
     std::size_t batch_shots() const;
+    /// With shots_per_batch 0 on the CPU backend: sets fitted_ to the shots
+    /// whose gradient fits this rank's share of the node's memory, once per
+    /// grid and trace length (a survey's shots share both).
+    void fit_batch(const Model& model);
     /// f(first, batch) for this rank's shots, a batch at a time, in order.
     template <typename Fn>
-    void each_batch(Fn&& f) const {
+    void each_batch(const Model& model, Fn&& f) {
+        fit_batch(model);
         for (std::size_t first = 0; first < shots_.size(); first += batch_shots())
             f(first, batch_survey(first, std::min(batch_shots(), shots_.size() - first)));
     }
@@ -92,6 +113,8 @@ private:
     Survey survey_;
     std::vector<std::size_t> shots_;
     int shots_per_batch_;
+    std::size_t fitted_ = 0;       // fit_batch's cap (0: none)
+    std::array<int, 3> fitted_for_{};  // ... for this grid (nx, nz) and nt
     std::unique_ptr<Propagator> propagator_;
     RunTimings timings_;
     double communication_s_ = 0;

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
 #include "gprfwi/error.hpp"
+#include "gprfwi/files.hpp"
 #include "gprfwi/parallel.hpp"
 #include "core/timing.hpp"
 
@@ -91,6 +93,7 @@ Survey DistributedRunner::batch_survey(std::size_t first, std::size_t count) con
 void DistributedRunner::reserve(const Model& model, bool gradient) noexcept {
     if (shots_.empty()) return;
     try {
+        fit_batch(model);
         propagator_->reserve(model, batch_survey(0, std::min(batch_shots(), shots_.size())), gradient);
     } catch (const std::exception& e) {
         spdlog::debug("making the propagator's workspace ahead of the first call failed ({}); the call makes it", e.what());
@@ -101,7 +104,7 @@ Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch([&](std::size_t first, const Survey& b) {
+        each_batch(model, [&](std::size_t first, const Survey& b) {
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "forward");
@@ -116,7 +119,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     const bool illumination = propagator_->options().illumination;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch([&](std::size_t first, const Survey& b) {
+        each_batch(model, [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
@@ -142,7 +145,7 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch([&](std::size_t first, const Survey& b) {
+        each_batch(model, [&](std::size_t first, const Survey& b) {
             Traces t = propagator_->born(model, b, dm);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "Born");
@@ -157,7 +160,7 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     HessianResult total;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch([&](std::size_t first, const Survey& b) {
+        each_batch(model, [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             HessianResult h = propagator_->hessian(model, b, m, v, kind);
             add_timings(timings_, propagator_->last_timings());
@@ -183,8 +186,36 @@ void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
     for (Shot& s : survey_.shots) s.wavelet = wavelet;
 }
 
+std::size_t shots_that_fit(double base, double per_shot, double room, std::size_t shots) {
+    if (shots <= 1 || !(per_shot > 0)) return std::max<std::size_t>(shots, 1);
+    const double n = std::floor((room - base) / per_shot);
+    return n < 1 ? 1 : n >= static_cast<double>(shots) ? shots : static_cast<std::size_t>(n);
+}
+
 std::size_t DistributedRunner::batch_shots() const {
-    return shots_per_batch_ > 0 ? static_cast<std::size_t>(shots_per_batch_) : std::max<std::size_t>(shots_.size(), 1);
+    if (shots_per_batch_ > 0) return static_cast<std::size_t>(shots_per_batch_);
+    const std::size_t all = std::max<std::size_t>(shots_.size(), 1);
+    return fitted_ > 0 ? std::min(fitted_, all) : all;
+}
+
+void DistributedRunner::fit_batch(const Model& model) {
+    if (shots_per_batch_ > 0 || shots_.size() < 2) return;
+    if (resolve_backend(propagator_->options().backend) != BackendKind::cpu) return;  // a GPU's plan has its own check
+    const std::array<int, 3> key{model.grid.nx, model.grid.nz, survey_.nt};
+    if (fitted_ > 0 && key == fitted_for_) return;
+    // a batch's plan is fixed arrays plus arrays per shot: two plans give both
+    const auto plan = [&](std::size_t n) {
+        return static_cast<double>(propagator_->estimate_memory(model, batch_survey(0, n), true).total());
+    };
+    const double one = plan(1), per_shot = plan(2) - one;
+    const double room = kHostMemoryShare * static_cast<double>(physical_memory_bytes()) /
+                        std::max(parallel::place().local_size, 1);
+    fitted_ = shots_that_fit(one - per_shot, per_shot, room, shots_.size());
+    fitted_for_ = key;
+    if (fitted_ < shots_.size())
+        spdlog::info("this rank's {} shots run in batches of {}: a gradient needs about {:.2f} GB a shot, and this "
+                     "rank's share of the node's memory is {:.2f} GB (propagator.shots_per_batch sets the batch)",
+                     shots_.size(), fitted_, per_shot / 1e9, room / 1e9);
 }
 
 void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
