@@ -779,11 +779,11 @@ struct FloodStart {
 
 /// Before a flooding stage k (StageSpec::flood) begins: where the stage
 /// before it ended, written to its file (rank 0; a resume reads it back),
-/// and `model` flooded (its edges following `links`) with the band (FloodBand: each column's deepest
-/// change, and its deepest jump in change where that differs) and step
-/// height whose model fits the stage's data best (every height from
-/// kFloodLeastHeight to kFloodGreatestHeight in steps of kFloodHeightStep;
-/// one forward run each, collective); `model`
+/// and `model` flooded, its edges following `links`, with the band
+/// (FloodBand: each column's deepest change, and its deepest jump in change
+/// where that differs) and step height whose model fits the stage's data
+/// best (every height from kFloodLeastHeight to kFloodGreatestHeight in
+/// steps of kFloodHeightStep; one forward run each, collective); `model`
 /// itself where that step fits the data more than kFloodMisfitFactor times
 /// worse than `model` (flood_fits); with `model`'s misfit in the stage's
 /// data, which settle_flood needs again after the stage.
