@@ -213,9 +213,9 @@ void DistributedRunner::fit_batch(const Model& model) {
     fitted_ = shots_that_fit(one - per_shot, per_shot, room, shots_.size());
     fitted_for_ = key;
     if (fitted_ < shots_.size())
-        spdlog::info("this rank's {} shots run in batches of {}: a gradient needs about {:.2f} GB a shot, and this "
-                     "rank's share of the node's memory is {:.2f} GB (propagator.shots_per_batch sets the batch)",
-                     shots_.size(), fitted_, per_shot / 1e9, room / 1e9);
+        spdlog::info("this rank's {} shots run in batches of {}: a gradient needs about {:.3g} GiB a shot, and this "
+                     "rank's share of the node's memory is {:.3g} GiB (propagator.shots_per_batch sets the batch)",
+                     shots_.size(), fitted_, per_shot / 1073741824.0, room / 1073741824.0);
 }
 
 void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
