@@ -126,10 +126,12 @@ namespace {
 /// One stage's TAO problem.
 class StageRun final : private StageProblem {
 public:
+    /// `model` follows `links` (invert forms every model it hands on so).
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
-             std::vector<HistoryRow>& history, const std::string& out_dir, const std::string& config,
-             const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer, double& sigma_sensitivity)
-        : spec_(spec), stage_(stage), objective_(objective), model_(model), history_(history),
+             const EdgeLinks& links, std::vector<HistoryRow>& history, const std::string& out_dir,
+             const std::string& config, const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer,
+             double& sigma_sensitivity)
+        : spec_(spec), stage_(stage), objective_(objective), model_(model), links_(links), history_(history),
           stage_index_(stage_index), sigma_sensitivity_(sigma_sensitivity), n_(model.eps_r.size()),
           params_(active_parameters(stage)),
           output_(spec, stage, stage_index, history, out_dir, config, truth, writer, times_.writing),
@@ -137,7 +139,6 @@ public:
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
         weight_ = update_weights(spec, model.grid);
-        links_ = edge_links(spec, model.grid);
         masked_.resize(n_);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n_; ++i) masked_[i] = is_free(weight_[i]) ? 0 : 1;
@@ -146,8 +147,6 @@ public:
     /// Runs the stage; `resume` carries the state of a stage interrupted earlier.
     void run(const std::optional<CheckpointState>& resume, double campaign_seconds) {
         campaign_offset_ = campaign_seconds;
-        // linked edges follow from the start, whatever the start had there (the campaign's models already do)
-        follow_edges(links_, model_);
         clamp_to_bounds();
         output_.start_at(model_);
         if (resume) {
@@ -464,6 +463,7 @@ private:
     const StageSpec& stage_;
     InversionObjective& objective_;
     Model& model_;
+    const EdgeLinks& links_;  // the edges that follow their inner nodes (spec.edges), the campaign's
     std::vector<HistoryRow>& history_;
     int stage_index_;
     double& sigma_sensitivity_;  // the campaign's (sigma_sensitivity), from its first calibration; 0: not yet
@@ -472,7 +472,6 @@ private:
     StageTimes times_;
     StageOutput output_;
     std::vector<double> weight_;
-    EdgeLinks links_;  // the edges that follow their inner nodes (spec.edges)
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
@@ -1002,13 +1001,14 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
         std::error_code ec;
         std::filesystem::remove(checkpoint, ec);  // a fresh run never resumes an old one by accident
     }
-    const EdgeLinks links = edge_links(spec, start.grid);
+    const EdgeLinks links = edge_links(spec, start.grid);  // every model handed on follows them
+    // the start, or a checkpoint (which follows them unless it was written under another rule)
+    follow_edges(links, result.model);
     spdlog::info("the model's edges: {} ({})", to_string(spec.edges),
                  spec.edges == EdgeRule::follow  ? "each outermost node outside the mask takes its inner neighbour's value"
                  : spec.edges == EdgeRule::fixed ? "held at the start's values"
                                                  : "variables of their own");
     if (!resume) {
-        follow_edges(links, result.model);  // the model every stage would make of it (a checkpoint's already is)
         result.start_amplitudes = check_start_amplitudes(result.model, spec, objective);
         if (spec.scan.eps_r || spec.scan.sigma) result.model = scan_start(result.model, spec, objective, out_dir, config_text, truth);
     }
@@ -1050,8 +1050,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             result.model = std::move(flooded.model);
             before_flood_misfit = flooded.misfit_before;
         }
-        StageRun run(spec, stage, objective, result.model, result.history, out_dir, config_text, truth, k, writer,
-                     sigma_sensitivity);
+        StageRun run(spec, stage, objective, result.model, links, result.history, out_dir, config_text, truth, k,
+                     writer, sigma_sensitivity);
         std::optional<CheckpointState> resume_state;
         if (state && state->stage == k && !state->stage_done) resume_state = state;
         try {
