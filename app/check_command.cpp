@@ -17,7 +17,6 @@
 #include "gprfwi/config.hpp"
 #include "gprfwi/distributed.hpp"
 #include "gprfwi/error.hpp"
-#include "gprfwi/files.hpp"
 #include "gprfwi/inversion.hpp"
 #include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
@@ -87,10 +86,10 @@ void run_check(const CheckArgs& a) {
         std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
         if (c.shots_per_batch == 0 && backend == BackendKind::cpu && shots.size() > 1) {
             // as DistributedRunner fits it, with every rank on this machine
-            const double one = static_cast<double>(plan_batch_memory(first_shots(1), o, true, backend).total());
-            const double per_shot = static_cast<double>(plan_batch_memory(first_shots(2), o, true, backend).total()) - one;
-            batch = shots_that_fit(one - per_shot, per_shot,
-                                   kHostMemoryShare * static_cast<double>(physical_memory_bytes()) / ranks, shots.size());
+            const auto bytes = [&](std::size_t n) {
+                return static_cast<double>(plan_batch_memory(first_shots(n), o, true, backend).total());
+            };
+            batch = shots_that_fit(bytes, host_batch_room(ranks), shots.size());
         }
         std::string memory;
         if (batch > 0) {

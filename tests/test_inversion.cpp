@@ -1194,13 +1194,16 @@ std::string scratch_dir(const std::string& name) {
 // the node's memory takes: the fixed arrays first, then whole shots; never
 // none, never more than the rank has.
 TEST(DistributedRunner, ShotsThatFitTheirShareOfMemory) {
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 36), 16u);   // (6 - 1) / 0.3 = 16.7
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 1e12, 36), 36u);  // all fit
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 1.2e9, 36), 1u);  // not even one: one at a time, as small as it gets
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 5e8, 36), 1u);
-    EXPECT_EQ(shots_that_fit(1e9, 0.0, 1e9, 36), 36u);   // shots that cost nothing more
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 1), 1u);
-    EXPECT_EQ(shots_that_fit(1e9, 3e8, 6e9, 0), 1u);
+    const auto linear = [](std::size_t n) { return 7e8 + 3e8 * static_cast<double>(n); };  // 1 GB for one shot
+    EXPECT_EQ(shots_that_fit(linear, 5.7e9, 36), 16u);   // (5.7 - 0.7) / 0.3 = 16.7
+    EXPECT_EQ(shots_that_fit(linear, 1e12, 36), 36u);    // all fit
+    EXPECT_EQ(shots_that_fit(linear, 1.2e9, 36), 1u);    // not even two: one at a time, as small as it gets
+    EXPECT_EQ(shots_that_fit(linear, 5e8, 36), 1u);
+    EXPECT_EQ(shots_that_fit([](std::size_t) { return 1e9; }, 1e9, 36), 36u);  // shots that cost nothing more
+    EXPECT_EQ(shots_that_fit(linear, 5.7e9, 1), 1u);
+    EXPECT_EQ(shots_that_fit(linear, 5.7e9, 0), 1u);
+    EXPECT_GT(host_batch_room(1), 0.0);
+    EXPECT_DOUBLE_EQ(host_batch_room(4), host_batch_room(1) / 4);  // shared by the node's ranks
 }
 
 /// A checkpoint's state survives the model file: every field, written as

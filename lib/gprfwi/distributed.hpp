@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,9 +38,14 @@ public:
 /// processes' and the system's.
 inline constexpr double kHostMemoryShare = 0.5;
 
-/// How many of `shots` a batch holds within `room` bytes, where a batch of
-/// n shots holds base + n per_shot: at least one, at most `shots`.
-std::size_t shots_that_fit(double base, double per_shot, double room, std::size_t shots);
+/// A rank's room for its batches on the CPU backend: kHostMemoryShare of
+/// the node's physical memory, shared by the node's `ranks_on_node`.
+double host_batch_room(int ranks_on_node);
+
+/// How many of `shots` a batch holds within `room` bytes, `bytes(n)` the
+/// memory plan of a batch of n of them: fixed arrays plus arrays per shot,
+/// so the plans of 1 and 2 give both. At least one, at most `shots`.
+std::size_t shots_that_fit(const std::function<double(std::size_t)>& bytes, double room, std::size_t shots);
 
 class DistributedRunner {
 public:
@@ -93,8 +99,8 @@ public:
     double communication_seconds() const { return communication_s_; }
 
 private:
-    /// Shots a batch holds: shots_per_batch, or all of this rank's (at most
-    /// fitted_ where fit_batch set it).
+    /// Shots a batch holds: shots_per_batch, or all of this rank's (fitted_
+    /// where fit_batch set it).
     std::size_t batch_shots() const;
     /// With shots_per_batch 0 on the CPU backend: sets fitted_ to the shots
     /// whose gradient fits this rank's share of the node's memory, once per

@@ -186,16 +186,21 @@ void DistributedRunner::set_wavelet(const std::vector<double>& wavelet) {
     for (Shot& s : survey_.shots) s.wavelet = wavelet;
 }
 
-std::size_t shots_that_fit(double base, double per_shot, double room, std::size_t shots) {
-    if (shots <= 1 || !(per_shot > 0)) return std::max<std::size_t>(shots, 1);
-    const double n = std::floor((room - base) / per_shot);
+double host_batch_room(int ranks_on_node) {
+    return kHostMemoryShare * static_cast<double>(physical_memory_bytes()) / std::max(ranks_on_node, 1);
+}
+
+std::size_t shots_that_fit(const std::function<double(std::size_t)>& bytes, double room, std::size_t shots) {
+    if (shots <= 1) return 1;
+    const double one = bytes(1), per_shot = bytes(2) - one;
+    if (!(per_shot > 0)) return shots;
+    const double n = std::floor((room - (one - per_shot)) / per_shot);
     return n < 1 ? 1 : n >= static_cast<double>(shots) ? shots : static_cast<std::size_t>(n);
 }
 
 std::size_t DistributedRunner::batch_shots() const {
     if (shots_per_batch_ > 0) return static_cast<std::size_t>(shots_per_batch_);
-    const std::size_t all = std::max<std::size_t>(shots_.size(), 1);
-    return fitted_ > 0 ? std::min(fitted_, all) : all;
+    return fitted_ > 0 ? fitted_ : std::max<std::size_t>(shots_.size(), 1);
 }
 
 void DistributedRunner::fit_batch(const Model& model) {
@@ -203,19 +208,16 @@ void DistributedRunner::fit_batch(const Model& model) {
     if (resolve_backend(propagator_->options().backend) != BackendKind::cpu) return;  // a GPU's plan has its own check
     const std::array<int, 3> key{model.grid.nx, model.grid.nz, survey_.nt};
     if (fitted_ > 0 && key == fitted_for_) return;
-    // a batch's plan is fixed arrays plus arrays per shot: two plans give both
-    const auto plan = [&](std::size_t n) {
+    const auto bytes = [&](std::size_t n) {
         return static_cast<double>(propagator_->estimate_memory(model, batch_survey(0, n), true).total());
     };
-    const double one = plan(1), per_shot = plan(2) - one;
-    const double room = kHostMemoryShare * static_cast<double>(physical_memory_bytes()) /
-                        std::max(parallel::place().local_size, 1);
-    fitted_ = shots_that_fit(one - per_shot, per_shot, room, shots_.size());
+    const double room = host_batch_room(parallel::place().local_size);
+    fitted_ = shots_that_fit(bytes, room, shots_.size());
     fitted_for_ = key;
     if (fitted_ < shots_.size())
-        spdlog::info("this rank's {} shots run in batches of {}: a gradient needs about {:.3g} GiB a shot, and this "
-                     "rank's share of the node's memory is {:.3g} GiB (propagator.shots_per_batch sets the batch)",
-                     shots_.size(), fitted_, per_shot / 1073741824.0, room / 1073741824.0);
+        spdlog::info("this rank's {} shots run in batches of {}: a batch's gradient needs about {:.3g} GiB of this "
+                     "rank's share of the node's memory, {:.3g} GiB (propagator.shots_per_batch sets the batch)",
+                     shots_.size(), fitted_, bytes(fitted_) / 1073741824.0, room / 1073741824.0);
 }
 
 void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
