@@ -10,6 +10,8 @@
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/cuda_messages.hpp"
 #include "gprfwi/error.hpp"
+#include "gprfwi/inversion.hpp"
+#include "gprfwi/point_weights.hpp"
 #include "gprfwi/wavelet.hpp"
 #include "support.hpp"
 
@@ -134,6 +136,32 @@ TEST_F(Errors, BadOptionsAreRejected) {
     EXPECT_THROW(CpuPropagator(opt).forward(model, survey), InvalidArgument);
     EXPECT_THROW(parse_precision("half"), InvalidArgument);
     EXPECT_THROW(parse_backend("gpu"), InvalidArgument);
+}
+
+// Every enum a run file names has one table: each name parses to its value and
+// prints back as itself, and an unknown name's error lists every choice.
+template <class E, std::size_t N>
+void expect_names_round_trip(const NameTable<E, N>& table, E (*parse)(const std::string&), const char* (*print)(E)) {
+    for (const std::string& name : table.names()) {
+        EXPECT_STREQ(print(parse(name)), name.c_str()) << table.what;
+    }
+    const std::string message = message_of<InvalidArgument>([&] { parse("nonsense"); });
+    for (const std::string& name : table.names())
+        EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("'nonsense'"), std::string::npos) << message;
+}
+
+TEST(Names, EveryNameParsesToTheValueThatPrintsIt) {
+    expect_names_round_trip(kPrecisionNames, parse_precision, to_string);
+    expect_names_round_trip(kBackendNames, parse_backend, to_string);
+    expect_names_round_trip(kCompressionNames, parse_compression, to_string);
+    expect_names_round_trip(kStorageNames, parse_storage, to_string);
+    expect_names_round_trip(kMisfitNames, parse_misfit_kind, to_string);
+    expect_names_round_trip(kInversionMethodNames, parse_inversion_method, to_string);
+    expect_names_round_trip(kEdgeRuleNames, parse_edge_rule, to_string);
+    expect_names_round_trip(kPointInterpolationNames, parse_point_interpolation, to_string);
+    EXPECT_EQ(kStorageNames.choices(), "'auto', 'device', 'host' or 'disk'");
+    EXPECT_EQ(kPrecisionNames.choices(), "'single' or 'double'");
 }
 
 TEST_F(Errors, EmptySurveysAreRejected) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gprfwi/distributed.hpp"
+#include "gprfwi/names.hpp"
 #include "gprfwi/traces.hpp"
 
 namespace gprfwi {
@@ -34,6 +35,11 @@ namespace gprfwi {
 ///                and e = 1e-6 of the observed peak (keeps the gradient finite);
 ///                blind to the phase of the data, robust to cycle skipping.
 enum class MisfitKind { l2, normalized, relative, envelope };
+inline constexpr NameTable<MisfitKind, 4> kMisfitNames{"misfit",
+                                                       {{{MisfitKind::l2, "l2"},
+                                                         {MisfitKind::normalized, "normalized"},
+                                                         {MisfitKind::relative, "relative"},
+                                                         {MisfitKind::envelope, "envelope"}}}};
 MisfitKind parse_misfit_kind(const std::string& name);
 const char* to_string(MisfitKind k);
 

@@ -19,6 +19,7 @@
 #include "gprfwi/error.hpp"
 #include "gprfwi/model.hpp"
 #include "gprfwi/model_builder.hpp"
+#include "gprfwi/names.hpp"
 #include "gprfwi/propagator.hpp"
 
 namespace gprfwi {
@@ -33,6 +34,13 @@ enum class InversionMethod { lbfgs, gauss_newton, newton };
 /// (InversionSpec::edges; docs/inversion.md, "Edges").
 enum class EdgeRule { follow, fixed, free };
 enum class NewtonPreconditioner { smoothing, lbfgs };
+inline constexpr NameTable<InversionMethod, 3> kInversionMethodNames{
+    "inversion method",
+    {{{InversionMethod::lbfgs, "lbfgs"}, {InversionMethod::gauss_newton, "gauss_newton"}, {InversionMethod::newton, "newton"}}}};
+inline constexpr NameTable<EdgeRule, 3> kEdgeRuleNames{
+    "edge rule", {{{EdgeRule::follow, "follow"}, {EdgeRule::fixed, "fixed"}, {EdgeRule::free, "free"}}}};
+inline constexpr NameTable<NewtonPreconditioner, 2> kNewtonPreconditionerNames{
+    "Newton preconditioner", {{{NewtonPreconditioner::smoothing, "smoothing"}, {NewtonPreconditioner::lbfgs, "lbfgs"}}}};
 InversionMethod parse_inversion_method(const std::string& name);
 const char* to_string(InversionMethod m);
 EdgeRule parse_edge_rule(const std::string& name);

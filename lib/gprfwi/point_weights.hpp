@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "gprfwi/grid.hpp"
+#include "gprfwi/names.hpp"
 #include "gprfwi/survey.hpp"
 
 namespace gprfwi {
 
 enum class PointInterpolation { sinc, bilinear };
+inline constexpr NameTable<PointInterpolation, 2> kPointInterpolationNames{
+    "point interpolation", {{{PointInterpolation::sinc, "sinc"}, {PointInterpolation::bilinear, "bilinear"}}}};
 
 PointInterpolation parse_point_interpolation(const std::string& name);
 const char* to_string(PointInterpolation p);

@@ -14,6 +14,7 @@
 #include "gprfwi/cuda_tuning.hpp"
 #include "gprfwi/misfit.hpp"
 #include "gprfwi/model.hpp"
+#include "gprfwi/names.hpp"
 #include "gprfwi/point_weights.hpp"
 #include "gprfwi/survey.hpp"
 #include "gprfwi/traces.hpp"
@@ -29,6 +30,19 @@ enum class SnapshotCompression { none, bf16, fp8 };
 /// `automatic`: the device when they fit, else the host; or in a scratch
 /// folder on disk. The CPU backend keeps them in host memory whatever this says.
 enum class SnapshotStorage { automatic, device, host, disk };
+
+inline constexpr NameTable<Precision, 2> kPrecisionNames{
+    "precision", {{{Precision::single, "single"}, {Precision::double_precision, "double"}}}};
+inline constexpr NameTable<BackendKind, 3> kBackendNames{
+    "backend", {{{BackendKind::automatic, "auto"}, {BackendKind::cpu, "cpu"}, {BackendKind::cuda, "cuda"}}}};
+inline constexpr NameTable<SnapshotCompression, 3> kCompressionNames{
+    "snapshot compression",
+    {{{SnapshotCompression::none, "none"}, {SnapshotCompression::bf16, "bf16"}, {SnapshotCompression::fp8, "fp8"}}}};
+inline constexpr NameTable<SnapshotStorage, 4> kStorageNames{"snapshot storage",
+                                                             {{{SnapshotStorage::automatic, "auto"},
+                                                               {SnapshotStorage::device, "device"},
+                                                               {SnapshotStorage::host, "host"},
+                                                               {SnapshotStorage::disk, "disk"}}}};
 
 Precision parse_precision(const std::string& name);
 BackendKind parse_backend(const std::string& name);

@@ -11,23 +11,8 @@
 
 namespace gprfwi {
 
-MisfitKind parse_misfit_kind(const std::string& name) {
-    if (name == "l2") return MisfitKind::l2;
-    if (name == "normalized") return MisfitKind::normalized;
-    if (name == "relative") return MisfitKind::relative;
-    if (name == "envelope") return MisfitKind::envelope;
-    throw InvalidArgument("misfit: expected l2, normalized, relative or envelope, got '" + name + "'");
-}
-
-const char* to_string(MisfitKind k) {
-    switch (k) {
-        case MisfitKind::l2: return "l2";
-        case MisfitKind::normalized: return "normalized";
-        case MisfitKind::relative: return "relative";
-        case MisfitKind::envelope: return "envelope";
-    }
-    return "?";
-}
+MisfitKind parse_misfit_kind(const std::string& name) { return kMisfitNames.parse(name); }
+const char* to_string(MisfitKind k) { return kMisfitNames.name(k); }
 
 namespace {
 

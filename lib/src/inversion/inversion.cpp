@@ -616,37 +616,10 @@ int InversionObjective::hessian_vector(const Model&, const StageSpec&, const Arr
     throw InvalidArgument("this objective has no Hessian-vector products: use inversion.method lbfgs");
 }
 
-InversionMethod parse_inversion_method(const std::string& name) {
-    if (name == "lbfgs") return InversionMethod::lbfgs;
-    if (name == "gauss_newton") return InversionMethod::gauss_newton;
-    if (name == "newton") return InversionMethod::newton;
-    throw InvalidArgument("inversion method must be lbfgs, gauss_newton or newton, got '" + name + "'");
-}
-
-const char* to_string(InversionMethod m) {
-    switch (m) {
-        case InversionMethod::lbfgs: return "lbfgs";
-        case InversionMethod::gauss_newton: return "gauss_newton";
-        case InversionMethod::newton: return "newton";
-    }
-    return "?";
-}
-
-EdgeRule parse_edge_rule(const std::string& name) {
-    if (name == "follow") return EdgeRule::follow;
-    if (name == "fixed") return EdgeRule::fixed;
-    if (name == "free") return EdgeRule::free;
-    throw InvalidArgument("edge rule must be follow, fixed or free, got '" + name + "'");
-}
-
-const char* to_string(EdgeRule r) {
-    switch (r) {
-        case EdgeRule::follow: return "follow";
-        case EdgeRule::fixed: return "fixed";
-        case EdgeRule::free: return "free";
-    }
-    return "?";
-}
+InversionMethod parse_inversion_method(const std::string& name) { return kInversionMethodNames.parse(name); }
+const char* to_string(InversionMethod m) { return kInversionMethodNames.name(m); }
+EdgeRule parse_edge_rule(const std::string& name) { return kEdgeRuleNames.parse(name); }
+const char* to_string(EdgeRule r) { return kEdgeRuleNames.name(r); }
 
 double FwiObjective::evaluate_with_illumination(const Model& model, const StageSpec& stage, Array2D& grad_eps_r,
                                                 Array2D& grad_sigma, Array2D& illumination) {

@@ -365,8 +365,8 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
     if (!prop) return;
     r.map(prop, "propagator", {"backend", "precision", "stencil", "pml", "snapshots", "device", "shots_per_batch", "shot_groups", "cuda"});
     auto& o = c.propagator;
-    if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", {"auto", "cpu", "cuda"}));
-    if (prop["precision"]) o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", {"single", "double"}));
+    if (prop["backend"]) o.backend = parse_backend(r.text(prop["backend"], "propagator.backend", kBackendNames.names()));
+    if (prop["precision"]) o.precision = parse_precision(r.text(prop["precision"], "propagator.precision", kPrecisionNames.names()));
     if (prop["stencil"]) {
         const auto s = r.integer(prop["stencil"], "propagator.stencil", 2, 8);
         if (s % 2) r.fail(prop["stencil"], "propagator.stencil", fmt::format("expected 2, 4, 6 or 8, got {}", s));
@@ -406,8 +406,8 @@ void read_propagator(const YAML::Node& root, const Reader& r, RunConfig& c) {
         auto& so = o.snapshots;
         if (const YAML::Node n = snap["interval"])
             so.interval = is_auto(n) ? 0 : static_cast<int>(r.integer(n, p + ".interval", 1, 100000));
-        if (snap["compression"]) so.compression = parse_compression(r.text(snap["compression"], p + ".compression", {"none", "bf16", "fp8"}));
-        if (snap["storage"]) so.storage = parse_storage(r.text(snap["storage"], p + ".storage", {"auto", "device", "host", "disk"}));
+        if (snap["compression"]) so.compression = parse_compression(r.text(snap["compression"], p + ".compression", kCompressionNames.names()));
+        if (snap["storage"]) so.storage = parse_storage(r.text(snap["storage"], p + ".storage", kStorageNames.names()));
         if (snap["scratch_dir"]) so.scratch_dir = r.text(snap["scratch_dir"], p + ".scratch_dir");
         if (const YAML::Node n = snap["checkpoint"]) {
             if (is_auto(n)) so.checkpoint_steps = -1;
@@ -623,7 +623,7 @@ StageSpec read_stage(const YAML::Node& n, const Reader& r, const std::string& p,
     if (n["estimate_wavelet"]) st.estimate_wavelet = r.boolean(n["estimate_wavelet"], sp + ".estimate_wavelet");
     if (n["smoothing"]) read_smoothing(n["smoothing"], r, sp + ".smoothing", longest_smoothing, st.smoothing_m, st.smoothing_sigma_m);
     if (n["method"])
-        st.method = parse_inversion_method(r.text(n["method"], sp + ".method", {"lbfgs", "gauss_newton", "newton"}));
+        st.method = parse_inversion_method(r.text(n["method"], sp + ".method", kInversionMethodNames.names()));
     if (n["flood"]) {
         st.flood = r.boolean(n["flood"], sp + ".flood");
         if (st.flood && i == 0) r.fail(n["flood"], sp + ".flood", "the first stage has no stage before it to flood");
@@ -899,7 +899,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (b["sigma"]) std::tie(s.sigma_min, s.sigma_max) = read_bounds(b["sigma"], r, p + ".bounds.sigma", 0, 1e4, true);
     }
     if (inv["misfit"] && !is_auto(inv["misfit"]))
-        s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", {"l2", "normalized", "relative", "envelope"}));
+        s.misfit = parse_misfit_kind(r.text(inv["misfit"], p + ".misfit", kMisfitNames.names()));
     else
         s.defaults.push_back(fmt::format("misfit auto: {} (each trace's L2 relative to its observed energy)", to_string(s.misfit)));
     // what `auto` follows: the wavelet's dominant frequency, and the shortest dominant wavelength of the
@@ -941,15 +941,14 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         if (cal["sigma_step"]) s.calibration_sigma_step = r.number(cal["sigma_step"], p + ".calibration.sigma_step", 0, 10, true);
     }
     if (inv["petsc_options"]) s.petsc_options = r.text(inv["petsc_options"], p + ".petsc_options");
-    if (inv["method"]) s.method = parse_inversion_method(r.text(inv["method"], p + ".method", {"lbfgs", "gauss_newton", "newton"}));
+    if (inv["method"]) s.method = parse_inversion_method(r.text(inv["method"], p + ".method", kInversionMethodNames.names()));
     if (const YAML::Node nt = inv["newton"]) {
         r.map(nt, p + ".newton", {"cg_iterations", "cg_tolerance", "preconditioner"});
         if (nt["cg_iterations"]) s.newton_cg_iterations = static_cast<int>(r.integer(nt["cg_iterations"], p + ".newton.cg_iterations", 1, 1000));
         if (nt["cg_tolerance"]) s.newton_cg_tolerance = r.number(nt["cg_tolerance"], p + ".newton.cg_tolerance", 0, 1, true);
         if (nt["preconditioner"] && !is_auto(nt["preconditioner"]))
-            s.newton_preconditioner = r.text(nt["preconditioner"], p + ".newton.preconditioner", {"smoothing", "lbfgs"}) == "smoothing"
-                                          ? NewtonPreconditioner::smoothing
-                                          : NewtonPreconditioner::lbfgs;
+            s.newton_preconditioner = kNewtonPreconditionerNames.parse(
+                r.text(nt["preconditioner"], p + ".newton.preconditioner", kNewtonPreconditionerNames.names()));
     }
     if (inv["max_propagations"]) s.max_propagations = static_cast<long>(r.integer(inv["max_propagations"], p + ".max_propagations", 1, 1000000000));
     // Newton-type methods need the misfit's Hessian in data space
@@ -972,7 +971,7 @@ InversionSpec read_inversion(const YAML::Node& root, const Reader& r, const RunC
         s.illumination_stabilization = r.number(inv["illumination"], p + ".illumination", 0, 1, true);
     if (inv["edges"] && inv["fix_edges"])
         r.fail(inv["fix_edges"], p + ".fix_edges", "expected edges or fix_edges (its older spelling), not both");
-    if (inv["edges"]) s.edges = parse_edge_rule(r.text(inv["edges"], p + ".edges", {"follow", "fixed", "free"}));
+    if (inv["edges"]) s.edges = parse_edge_rule(r.text(inv["edges"], p + ".edges", kEdgeRuleNames.names()));
     // (fix_edges: true held them, false freed them)
     if (inv["fix_edges"]) s.edges = r.boolean(inv["fix_edges"], p + ".fix_edges") ? EdgeRule::fixed : EdgeRule::free;
     read_taper(inv["taper"], r, p, c, automatic, s);

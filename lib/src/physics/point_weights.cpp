@@ -9,12 +9,9 @@
 namespace gprfwi {
 
 PointInterpolation parse_point_interpolation(const std::string& name) {
-    if (name == "sinc") return PointInterpolation::sinc;
-    if (name == "bilinear") return PointInterpolation::bilinear;
-    throw InvalidArgument(fmt::format("point interpolation must be 'sinc' or 'bilinear', got '{}'", name));
+    return kPointInterpolationNames.parse(name);
 }
-
-const char* to_string(PointInterpolation p) { return p == PointInterpolation::sinc ? "sinc" : "bilinear"; }
+const char* to_string(PointInterpolation p) { return kPointInterpolationNames.name(p); }
 
 double windowed_sinc(double u, int radius, double beta) {
     const double t = u / radius;

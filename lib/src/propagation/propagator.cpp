@@ -13,55 +13,20 @@
 
 namespace gprfwi {
 
-Precision parse_precision(const std::string& name) {
-    if (name == "single") return Precision::single;
-    if (name == "double") return Precision::double_precision;
-    throw InvalidArgument(fmt::format("precision must be 'single' or 'double', got '{}'", name));
-}
-
-BackendKind parse_backend(const std::string& name) {
-    if (name == "auto") return BackendKind::automatic;
-    if (name == "cpu") return BackendKind::cpu;
-    if (name == "cuda") return BackendKind::cuda;
-    throw InvalidArgument(fmt::format("backend must be 'auto', 'cpu' or 'cuda', got '{}'", name));
-}
+Precision parse_precision(const std::string& name) { return kPrecisionNames.parse(name); }
+BackendKind parse_backend(const std::string& name) { return kBackendNames.parse(name); }
 
 BackendKind resolve_backend(BackendKind requested) {
     if (requested != BackendKind::automatic) return requested;
     return cuda_device_count() > 0 ? BackendKind::cuda : BackendKind::cpu;
 }
 
-SnapshotCompression parse_compression(const std::string& name) {
-    if (name == "none") return SnapshotCompression::none;
-    if (name == "bf16") return SnapshotCompression::bf16;
-    if (name == "fp8") return SnapshotCompression::fp8;
-    throw InvalidArgument(fmt::format("snapshot compression must be 'none', 'bf16' or 'fp8', got '{}'", name));
-}
-
-SnapshotStorage parse_storage(const std::string& name) {
-    if (name == "auto") return SnapshotStorage::automatic;
-    if (name == "device") return SnapshotStorage::device;
-    if (name == "host") return SnapshotStorage::host;
-    if (name == "disk") return SnapshotStorage::disk;
-    throw InvalidArgument(fmt::format("snapshot storage must be 'auto', 'device', 'host' or 'disk', got '{}'", name));
-}
-
-const char* to_string(SnapshotStorage s) {
-    switch (s) {
-        case SnapshotStorage::automatic: return "auto";
-        case SnapshotStorage::device: return "device";
-        case SnapshotStorage::host: return "host";
-        default: return "disk";
-    }
-}
-
-const char* to_string(Precision p) { return p == Precision::single ? "single" : "double"; }
-const char* to_string(BackendKind b) {
-    return b == BackendKind::automatic ? "auto" : b == BackendKind::cpu ? "cpu" : "cuda";
-}
-const char* to_string(SnapshotCompression c) {
-    return c == SnapshotCompression::none ? "none" : c == SnapshotCompression::bf16 ? "bf16" : "fp8";
-}
+SnapshotCompression parse_compression(const std::string& name) { return kCompressionNames.parse(name); }
+SnapshotStorage parse_storage(const std::string& name) { return kStorageNames.parse(name); }
+const char* to_string(SnapshotStorage s) { return kStorageNames.name(s); }
+const char* to_string(Precision p) { return kPrecisionNames.name(p); }
+const char* to_string(BackendKind b) { return kBackendNames.name(b); }
+const char* to_string(SnapshotCompression c) { return kCompressionNames.name(c); }
 
 void PropagatorOptions::validate() const {
     check_stencil_order(stencil_order);
