@@ -126,19 +126,19 @@ namespace {
 /// One stage's TAO problem.
 class StageRun final : private StageProblem {
 public:
-    /// `model` follows `links` (invert forms every model it hands on so).
+    /// `model` follows `links` (invert forms every model it hands on so); `weight` is update_weights(spec).
     StageRun(const InversionSpec& spec, const StageSpec& stage, InversionObjective& objective, Model& model,
-             const EdgeLinks& links, std::vector<HistoryRow>& history, const std::string& out_dir,
-             const std::string& config, const std::optional<Model>& truth, int stage_index, BackgroundWriter& writer,
-             double& sigma_sensitivity)
+             const EdgeLinks& links, const std::vector<double>& weight, std::vector<HistoryRow>& history,
+             const std::string& out_dir, const std::string& config, const std::optional<Model>& truth, int stage_index,
+             BackgroundWriter& writer, double& sigma_sensitivity)
         : spec_(spec), stage_(stage), objective_(objective), model_(model), links_(links), history_(history),
           stage_index_(stage_index), sigma_sensitivity_(sigma_sensitivity), n_(model.eps_r.size()),
           params_(active_parameters(stage)),
           output_(spec, stage, stage_index, history, out_dir, config, truth, writer, times_.writing),
+          weight_(weight),
           regularization_(spec),
           smoothing_(spec, stage, model.grid, params_) {
         method_ = stage.method.value_or(spec.method);
-        weight_ = update_weights(spec, model.grid);
         masked_.resize(n_);
 #pragma omp parallel for schedule(static)
         for (std::size_t i = 0; i < n_; ++i) masked_[i] = is_free(weight_[i]) ? 0 : 1;
@@ -471,7 +471,7 @@ private:
     std::vector<int> params_;  // 0: eps_r, 1: sigma
     StageTimes times_;
     StageOutput output_;
-    std::vector<double> weight_;
+    std::vector<double> weight_;  // update_weights(spec), times the illumination preconditioner where it is on
     std::vector<double> preconditioner_;  // illumination factors, 1 without
     std::vector<char> masked_;
     double s_eps_ = 1, s_sig_ = 1, eps_ref_ = 1, sigma_ref_ = 1, j0_ = 1;
@@ -989,8 +989,7 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
     const int first = state ? state->stage + (state->stage_done ? 1 : 0) : 0;
     BackgroundWriter writer;  // rank 0's
     double sigma_sensitivity = state ? state->sigma_sensitivity : 0.0;
-    const bool floods = std::any_of(spec.stages.begin(), spec.stages.end(), [](const StageSpec& s) { return s.flood; });
-    const std::vector<double> weight = floods ? update_weights(spec, start.grid) : std::vector<double>{};
+    const std::vector<double> weight = update_weights(spec, start.grid);
     if (state && state->stage_done && first > 0 && spec.stages[static_cast<std::size_t>(first - 1)].flood) {
         // a flooding stage finished, its choice not yet made
         const StageSpec& flooding = spec.stages[static_cast<std::size_t>(first - 1)];
@@ -1023,8 +1022,8 @@ InversionResult invert(const Model& start, const InversionSpec& spec, InversionO
             result.model = std::move(flooded.model);
             before_flood_misfit = flooded.misfit_before;
         }
-        StageRun run(spec, stage, objective, result.model, links, result.history, out_dir, config_text, truth, k,
-                     writer, sigma_sensitivity);
+        StageRun run(spec, stage, objective, result.model, links, weight, result.history, out_dir, config_text, truth,
+                     k, writer, sigma_sensitivity);
         std::optional<CheckpointState> resume_state;
         if (state && state->stage == k && !state->stage_done) resume_state = state;
         try {
