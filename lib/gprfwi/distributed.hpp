@@ -119,6 +119,7 @@ private:
     Survey survey_;
     std::vector<std::size_t> shots_;
     int shots_per_batch_;
+    bool host_batches_;            // CPU backend: batches fit host memory (a GPU's plan has its own check)
     std::size_t fitted_ = 0;       // fit_batch's cap (0: none)
     std::array<int, 3> fitted_for_{};  // ... for this grid (nx, nz) and nt
     std::unique_ptr<Propagator> propagator_;

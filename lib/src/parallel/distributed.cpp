@@ -78,7 +78,8 @@ void ShotMisfit::apply_hessian(std::size_t, const ShotTraces&, const ShotTraces&
 DistributedRunner::DistributedRunner(const Survey& survey, const PropagatorOptions& options, int shots_per_batch)
     : survey_(survey),
       shots_(parallel::shots_of_rank(survey.shots.size(), parallel::place().size, parallel::place().rank)),
-      shots_per_batch_(shots_per_batch) {
+      shots_per_batch_(shots_per_batch),
+      host_batches_(resolve_backend(options.backend) == BackendKind::cpu) {
     parallel::collectively([&] { propagator_ = make_propagator(options); });
 }
 
@@ -204,8 +205,7 @@ std::size_t DistributedRunner::batch_shots() const {
 }
 
 void DistributedRunner::fit_batch(const Model& model) {
-    if (shots_per_batch_ > 0 || shots_.size() < 2) return;
-    if (resolve_backend(propagator_->options().backend) != BackendKind::cpu) return;  // a GPU's plan has its own check
+    if (shots_per_batch_ > 0 || shots_.size() < 2 || !host_batches_) return;
     const std::array<int, 3> key{model.grid.nx, model.grid.nz, survey_.nt};
     if (fitted_ > 0 && key == fitted_for_) return;
     const auto bytes = [&](std::size_t n) {
