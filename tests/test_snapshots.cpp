@@ -11,6 +11,7 @@
 #include "gprfwi/cpu_propagator.hpp"
 #include "gprfwi/error.hpp"
 #include "gprfwi/memory_plan.hpp"
+#include "gprfwi/misfit.hpp"
 #include "gprfwi/setup.hpp"
 #include "support.hpp"
 
@@ -205,6 +206,52 @@ TEST(MemoryPlan, CpuEngineHoldsWhatItsPlanCounts) {
             if (gradient) {
                 EXPECT_GT(plan.snapshot_bytes, 0u);
             }
+        }
+    }
+}
+
+// The same for Hessian-vector products: a Gauss-Newton product holds a
+// gradient's arrays and the Born run's; a full product also the second-order
+// adjoint's and the Born run's levels (cpu_hessian_memory_plan).
+TEST(MemoryPlan, CpuEngineHoldsWhatItsHessianPlanCounts) {
+    const Grid g{40, 30, 0.02, 0.02};
+    const Model model = test::heterogeneous_model(g, 61), truth = test::heterogeneous_model(g, 62);
+    const Survey survey = test::random_survey(g, 4, 1, 3, 60, 3e8, 0.9 * test::cfl_limit(g, model.min_eps_mu(), 4), 5);
+    const ModelDirection v = test::smooth_direction(g, 0.3, 0.006, 9);
+    struct Variant {
+        const char* name;
+        void (*set)(PropagatorOptions&);
+        bool full;  // full products read every level of both runs: no checkpoints
+    };
+    const Variant variants[] = {
+        {"every level", [](PropagatorOptions&) {}, true},
+        {"every third level", [](PropagatorOptions& o) { o.snapshots.interval = 3; }, true},
+        {"fp8 levels", [](PropagatorOptions& o) { o.snapshots.compression = SnapshotCompression::fp8; }, true},
+        {"two shot groups", [](PropagatorOptions& o) { o.shot_groups = 2; }, true},
+        {"double, stencil 8", [](PropagatorOptions& o) {
+             o.precision = Precision::double_precision;
+             o.stencil_order = 8;
+         }, true},
+        {"checkpoints every 10 steps", [](PropagatorOptions& o) { o.snapshots.checkpoint_steps = 10; }, false},
+        {"binomial checkpoints", [](PropagatorOptions& o) { o.snapshots.binomial_slots = 4; }, false},
+    };
+    for (const Variant& variant : variants) {
+        SCOPED_TRACE(variant.name);
+        PropagatorOptions opt;
+        opt.cpml.widths = {6, 6, 6, 6};
+        variant.set(opt);
+        const Traces observed = CpuPropagator(opt).forward(truth, survey);
+        const L2Misfit misfit(observed);  // (holds a reference)
+        const PropagationSetup setup = PropagationSetup::build(model, survey, opt);
+        const MemoryEstimate gradient = cpu_memory_plan(setup, opt, true);
+        for (const HessianKind kind : {HessianKind::gauss_newton, HessianKind::full}) {
+            if (kind == HessianKind::full && !variant.full) continue;
+            CpuPropagator prop(opt);
+            prop.hessian(model, survey, misfit, v, kind);
+            const MemoryEstimate plan = cpu_hessian_memory_plan(setup, opt, kind);
+            EXPECT_EQ(prop.workspace_bytes(), plan.fields_bytes + plan.snapshot_bytes)
+                << (kind == HessianKind::full ? "full" : "Gauss-Newton");
+            EXPECT_GT(plan.total(), gradient.total());
         }
     }
 }

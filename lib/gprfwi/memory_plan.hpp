@@ -6,7 +6,8 @@
 // the out-of-memory check that an engine makes before it allocates. The
 // tests hold each plan to what its engines then hold
 // (Propagator::workspace_bytes). Born runs and second-order adjoints
-// allocate more than a gradient; the plans do not count them.
+// allocate more than a gradient: the CPU's Hessian plan counts them (the
+// batches a CPU rank runs fit them), the GPU's plans do not.
 
 #include "gprfwi/propagator.hpp"
 #include "gprfwi/setup.hpp"
@@ -24,6 +25,11 @@ MemoryEstimate plan_batch_memory(const PropagationSetup& batch, const Propagator
 
 /// What a CPU engine holds for a call over `batch`, and the call's traces.
 MemoryEstimate cpu_memory_plan(const PropagationSetup& batch, const PropagatorOptions& options, bool gradient);
+
+/// What a CPU engine holds for a Hessian-vector product of `kind` over
+/// `batch` (the Born run and, for a full product, the second-order adjoint
+/// beside a gradient's arrays), and the call's traces.
+MemoryEstimate cpu_hessian_memory_plan(const PropagationSetup& batch, const PropagatorOptions& options, HessianKind kind);
 
 /// What a CUDA engine holds on its device for a call over `group` (one shot
 /// group), with the kept levels on the device or in host memory (a ring of

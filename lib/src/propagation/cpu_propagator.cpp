@@ -346,7 +346,7 @@ public:
         for (const auto* store : {&store_, &dstore_})
             if (*store) stored += (*store)->capacity();
         stored += window_.capacity();
-        doubles += scales_.capacity();
+        doubles += scales_.capacity() + dscales_.capacity();
         for (const Sums& sum : sums_)
             for (auto* a : {&sum.prev, &sum.next, &sum.illumination, &sum.dprev, &sum.dnext}) doubles += a->capacity();
         return values * sizeof(T) + stored * sizeof(Stored) + doubles * sizeof(double);
@@ -387,6 +387,25 @@ public:
         } else {
             e.snapshot_bytes = levels * n * sizeof(Stored);
         }
+        return e;
+    }
+
+    /// What bytes_held() comes to after a Hessian-vector product over `s` in
+    /// a fresh engine: a gradient's arrays, the Born run's perturbed
+    /// coefficients, Ey^m and fields; for a full product also the
+    /// second-order adjoint's fields and sums and the Born run's kept levels.
+    /// Its traces: the synthetic and Born traces and the two adjoint sources.
+    static MemoryEstimate hessian_plan(const PropagationSetup& s, const PropagatorOptions& o, HessianKind kind) {
+        MemoryEstimate e = plan(s, o, true);
+        const std::size_t cells = s.grid.storage_size(), shots = s.shots.size(), n = cells * shots;
+        e.fields_bytes += (3 * cells + n + 7 * n) * sizeof(T);  // dca, dcb, dcb / cb; Ey^m; the Born fields
+        e.traces_bytes *= 2;
+        if (kind != HessianKind::full) return e;
+        const auto groups = static_cast<std::size_t>(resolve_shot_groups(o, shots, s.grid));
+        e.fields_bytes += 7 * n * sizeof(T) + groups * 2 * cells * sizeof(double);
+        const std::size_t levels = static_cast<std::size_t>(s.time.nt_internal) / static_cast<std::size_t>(s.snapshot_interval);
+        if constexpr (kScaledStorage<Stored>) e.fields_bytes += levels * shots * sizeof(double);
+        e.snapshot_bytes += levels * n * sizeof(Stored);
         return e;
     }
 
@@ -552,6 +571,12 @@ private:
 MemoryEstimate cpu_memory_plan(const PropagationSetup& batch, const PropagatorOptions& options, bool gradient) {
     return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() {
         return CpuEngine<T, ORDER, Stored>::plan(batch, options, gradient);
+    });
+}
+
+MemoryEstimate cpu_hessian_memory_plan(const PropagationSetup& batch, const PropagatorOptions& options, HessianKind kind) {
+    return dispatch_kernel_types(options, [&]<typename T, int ORDER, typename Stored>() {
+        return CpuEngine<T, ORDER, Stored>::hessian_plan(batch, options, kind);
     });
 }
 
