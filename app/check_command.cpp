@@ -129,6 +129,26 @@ void run_check(const CheckArgs& a) {
                            : "",
                        smoothing_length(*inversion, s, 0), smoothing_length(*inversion, s, 1), s.flood ? "; flooded" : "");
         }
+        // a Newton-type method's Hessian-vector products hold more than a gradient: on the CPU their own batches
+        std::vector<InversionMethod> methods;
+        for (const StageSpec& s : inversion->stages) methods.push_back(s.method.value_or(inversion->method));
+        const auto uses = [&](InversionMethod m) { return std::find(methods.begin(), methods.end(), m) != methods.end(); };
+        const auto shots = parallel::shots_of_rank(c.shots.size(), ranks, 0);
+        if ((uses(InversionMethod::newton) || uses(InversionMethod::gauss_newton)) && backend == BackendKind::cpu &&
+            !shots.empty()) {
+            const HessianKind kind = uses(InversionMethod::newton) ? HessianKind::full : HessianKind::gauss_newton;
+            const auto bytes = [&](std::size_t n) {
+                Survey first = survey;
+                first.shots.assign(survey.shots.begin() + static_cast<std::ptrdiff_t>(shots.front()),
+                                   survey.shots.begin() + static_cast<std::ptrdiff_t>(shots.front() + n));
+                return static_cast<double>(cpu_hessian_memory_plan(PropagationSetup::build(c.model, first, o), o, kind).total());
+            };
+            const std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size())
+                                      : shots.size() > 1   ? shots_that_fit(bytes, host_batch_room(ranks), shots.size())
+                                                           : 1;
+            fmt::print("    {} Hessian-vector products: rank 0's in batches of {}, memory {:.3g} GiB\n",
+                       kind == HessianKind::full ? "full" : "Gauss-Newton", batch, bytes(batch) / gib);
+        }
         // what the run file left to auto, as invert logs it (the stages among them written out as a list)
         for (const std::string& d : inversion->defaults) fmt::print("    inversion.{}\n", d);
     }

@@ -99,19 +99,24 @@ public:
     double communication_seconds() const { return communication_s_; }
 
 private:
-    /// Shots a batch holds: shots_per_batch, or all of this rank's (fitted_
-    /// where fit_batch set it).
-    std::size_t batch_shots() const;
-    /// With shots_per_batch 0 on the CPU backend: sets fitted_ to the shots
-    /// whose gradient fits this rank's share of the node's memory, once per
+    /// The calls whose batches are fitted apart, for their memory differs: a
+    /// forward or gradient call (sized by the gradient), a Born run or
+    /// Gauss-Newton product, a full Hessian-vector product.
+    enum class BatchCall { gradient, gauss_newton, full_hessian };
+    /// Shots a batch of `call` holds: shots_per_batch, or all of this rank's
+    /// (fewer where fit_batch fitted them).
+    std::size_t batch_shots(BatchCall call) const;
+    /// With shots_per_batch 0 on the CPU backend: fits the shots of a batch
+    /// of `call` to this rank's share of the node's memory, once per call,
     /// grid and trace length (a survey's shots share both).
-    void fit_batch(const Model& model);
+    void fit_batch(const Model& model, BatchCall call);
     /// f(first, batch) for this rank's shots, a batch at a time, in order.
     template <typename Fn>
-    void each_batch(const Model& model, Fn&& f) {
-        fit_batch(model);
-        for (std::size_t first = 0; first < shots_.size(); first += batch_shots())
-            f(first, batch_survey(first, std::min(batch_shots(), shots_.size() - first)));
+    void each_batch(const Model& model, BatchCall call, Fn&& f) {
+        fit_batch(model, call);
+        batch_ = batch_shots(call);
+        for (std::size_t first = 0; first < shots_.size(); first += batch_)
+            f(first, batch_survey(first, std::min(batch_, shots_.size() - first)));
     }
     Survey batch_survey(std::size_t first, std::size_t count) const;
     void log_batch(std::size_t first, std::size_t count, const char* what) const;
@@ -120,8 +125,12 @@ private:
     std::vector<std::size_t> shots_;
     int shots_per_batch_;
     bool host_batches_;            // CPU backend: batches fit host memory (a GPU's plan has its own check)
-    std::size_t fitted_ = 0;       // fit_batch's cap (0: none)
-    std::array<int, 3> fitted_for_{};  // ... for this grid (nx, nz) and nt
+    struct Fit {
+        std::size_t shots = 0;     // fit_batch's cap (0: none)
+        std::array<int, 3> for_{};  // ... for this grid (nx, nz) and nt
+    };
+    std::array<Fit, 3> fits_;      // a BatchCall's
+    std::size_t batch_ = 0;        // the shots a batch of the call in progress holds
     std::unique_ptr<Propagator> propagator_;
     RunTimings timings_;
     double communication_s_ = 0;

@@ -11,6 +11,7 @@
 
 #include "gprfwi/error.hpp"
 #include "gprfwi/files.hpp"
+#include "gprfwi/memory_plan.hpp"
 #include "gprfwi/parallel.hpp"
 #include "core/timing.hpp"
 
@@ -94,8 +95,8 @@ Survey DistributedRunner::batch_survey(std::size_t first, std::size_t count) con
 void DistributedRunner::reserve(const Model& model, bool gradient) noexcept {
     if (shots_.empty()) return;
     try {
-        fit_batch(model);
-        propagator_->reserve(model, batch_survey(0, std::min(batch_shots(), shots_.size())), gradient);
+        fit_batch(model, BatchCall::gradient);
+        propagator_->reserve(model, batch_survey(0, std::min(batch_shots(BatchCall::gradient), shots_.size())), gradient);
     } catch (const std::exception& e) {
         spdlog::debug("making the propagator's workspace ahead of the first call failed ({}); the call makes it", e.what());
     }
@@ -105,7 +106,7 @@ Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gradient, [&](std::size_t first, const Survey& b) {
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "forward");
@@ -120,7 +121,7 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     const bool illumination = propagator_->options().illumination;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gradient, [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
@@ -146,7 +147,7 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gauss_newton, [&](std::size_t first, const Survey& b) {
             Traces t = propagator_->born(model, b, dm);
             add_timings(timings_, propagator_->last_timings());
             log_batch(first, b.shots.size(), "Born");
@@ -161,7 +162,7 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     HessianResult total;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, [&](std::size_t first, const Survey& b) {
+        each_batch(model, kind == HessianKind::full ? BatchCall::full_hessian : BatchCall::gauss_newton, [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             HessianResult h = propagator_->hessian(model, b, m, v, kind);
             add_timings(timings_, propagator_->last_timings());
@@ -199,29 +200,38 @@ std::size_t shots_that_fit(const std::function<double(std::size_t)>& bytes, doub
     return n < 1 ? 1 : n >= static_cast<double>(shots) ? shots : static_cast<std::size_t>(n);
 }
 
-std::size_t DistributedRunner::batch_shots() const {
+std::size_t DistributedRunner::batch_shots(BatchCall call) const {
     if (shots_per_batch_ > 0) return static_cast<std::size_t>(shots_per_batch_);
-    return fitted_ > 0 ? fitted_ : std::max<std::size_t>(shots_.size(), 1);
+    const std::size_t fitted = fits_[static_cast<std::size_t>(call)].shots;
+    return fitted > 0 ? fitted : std::max<std::size_t>(shots_.size(), 1);
 }
 
-void DistributedRunner::fit_batch(const Model& model) {
+void DistributedRunner::fit_batch(const Model& model, BatchCall call) {
     if (shots_per_batch_ > 0 || shots_.size() < 2 || !host_batches_) return;
+    Fit& fit = fits_[static_cast<std::size_t>(call)];
     const std::array<int, 3> key{model.grid.nx, model.grid.nz, survey_.nt};
-    if (fitted_ > 0 && key == fitted_for_) return;
+    if (fit.shots > 0 && key == fit.for_) return;
+    const PropagatorOptions& options = propagator_->options();
     const auto bytes = [&](std::size_t n) {
-        return static_cast<double>(propagator_->estimate_memory(model, batch_survey(0, n), true).total());
+        if (call == BatchCall::gradient)
+            return static_cast<double>(propagator_->estimate_memory(model, batch_survey(0, n), true).total());
+        const PropagationSetup setup = PropagationSetup::build(model, batch_survey(0, n), options);
+        const HessianKind kind = call == BatchCall::full_hessian ? HessianKind::full : HessianKind::gauss_newton;
+        return static_cast<double>(cpu_hessian_memory_plan(setup, options, kind).total());
     };
     const double room = host_batch_room(parallel::place().local_size);
-    fitted_ = shots_that_fit(bytes, room, shots_.size());
-    fitted_for_ = key;
-    if (fitted_ < shots_.size())
-        spdlog::info("this rank's {} shots run in batches of {}: a batch's gradient needs about {:.3g} GiB of this "
+    fit.shots = shots_that_fit(bytes, room, shots_.size());
+    fit.for_ = key;
+    static constexpr const char* kCalls[] = {"gradient", "Born run or Gauss-Newton product", "full Hessian product"};
+    if (fit.shots < shots_.size())
+        spdlog::info("this rank's {} shots run in batches of {}: a batch's {} needs about {:.3g} GiB of this "
                      "rank's share of the node's memory, {:.3g} GiB (propagator.shots_per_batch sets the batch)",
-                     shots_.size(), fitted_, bytes(fitted_) / 1073741824.0, room / 1073741824.0);
+                     shots_.size(), fit.shots, kCalls[static_cast<std::size_t>(call)], bytes(fit.shots) / 1073741824.0,
+                     room / 1073741824.0);
 }
 
 void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
-    const std::size_t per = batch_shots();
+    const std::size_t per = batch_;
     const std::size_t batches = (shots_.size() + per - 1) / per;
     if (batches < 2) return;  // one batch: the command's own lines say it all
     spdlog::info("{} batch {}/{} (shots {}..{} of this rank) done; {:.1f} s so far", what, first / per + 1, batches,
