@@ -86,10 +86,7 @@ void run_check(const CheckArgs& a) {
         std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size()) : shots.size();
         if (c.shots_per_batch == 0 && backend == BackendKind::cpu && shots.size() > 1) {
             // as DistributedRunner fits it, with every rank on this machine
-            const auto bytes = [&](std::size_t n) {
-                return static_cast<double>(plan_batch_memory(first_shots(n), o, true, backend).total());
-            };
-            batch = shots_that_fit(bytes, host_batch_room(ranks), shots.size());
+            batch = fit_host_batch(c.model, survey, shots, o, std::nullopt, host_batch_room(ranks));
         }
         std::string memory;
         if (batch > 0) {
@@ -137,17 +134,12 @@ void run_check(const CheckArgs& a) {
         if ((uses(InversionMethod::newton) || uses(InversionMethod::gauss_newton)) && backend == BackendKind::cpu &&
             !shots.empty()) {
             const HessianKind kind = uses(InversionMethod::newton) ? HessianKind::full : HessianKind::gauss_newton;
-            const auto bytes = [&](std::size_t n) {
-                Survey first = survey;
-                first.shots.assign(survey.shots.begin() + static_cast<std::ptrdiff_t>(shots.front()),
-                                   survey.shots.begin() + static_cast<std::ptrdiff_t>(shots.front() + n));
-                return static_cast<double>(cpu_hessian_memory_plan(PropagationSetup::build(c.model, first, o), o, kind).total());
-            };
-            const std::size_t batch = c.shots_per_batch > 0 ? std::min<std::size_t>(c.shots_per_batch, shots.size())
-                                      : shots.size() > 1   ? shots_that_fit(bytes, host_batch_room(ranks), shots.size())
-                                                           : 1;
+            const std::size_t batch = c.shots_per_batch > 0
+                                          ? std::min<std::size_t>(c.shots_per_batch, shots.size())
+                                          : fit_host_batch(c.model, survey, shots, o, kind, host_batch_room(ranks));
             fmt::print("    {} Hessian-vector products: rank 0's in batches of {}, memory {:.3g} GiB\n",
-                       kind == HessianKind::full ? "full" : "Gauss-Newton", batch, bytes(batch) / gib);
+                       kind == HessianKind::full ? "full" : "Gauss-Newton", batch,
+                       host_batch_bytes(c.model, survey, shots, batch, o, kind) / gib);
         }
         // what the run file left to auto, as invert logs it (the stages among them written out as a list)
         for (const std::string& d : inversion->defaults) fmt::print("    inversion.{}\n", d);

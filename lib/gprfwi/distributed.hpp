@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gprfwi/misfit.hpp"
@@ -46,6 +47,16 @@ double host_batch_room(int ranks_on_node);
 /// memory plan of a batch of n of them: fixed arrays plus arrays per shot,
 /// so the plans of 1 and 2 give both. At least one, at most `shots`.
 std::size_t shots_that_fit(const std::function<double(std::size_t)>& bytes, double room, std::size_t shots);
+
+/// The memory plan of a CPU rank's batch of the first `n` of its `shots`
+/// (indices into `survey`): a gradient's (no `hessian`) or a Hessian-vector
+/// product's of that kind.
+double host_batch_bytes(const Model& model, const Survey& survey, const std::vector<std::size_t>& shots, std::size_t n,
+                        const PropagatorOptions& options, std::optional<HessianKind> hessian);
+/// How many of those shots a batch holds within `room` by that plan. The
+/// runner and `gprfwi check` both size batches by it.
+std::size_t fit_host_batch(const Model& model, const Survey& survey, const std::vector<std::size_t>& shots,
+                           const PropagatorOptions& options, std::optional<HessianKind> hessian, double room);
 
 class DistributedRunner {
 public:
@@ -110,16 +121,20 @@ private:
     /// of `call` to this rank's share of the node's memory, once per call,
     /// grid and trace length (a survey's shots share both).
     void fit_batch(const Model& model, BatchCall call);
-    /// f(first, batch) for this rank's shots, a batch at a time, in order.
+    /// f(first, batch) for this rank's shots, a batch at a time, in order;
+    /// each batch logged as `what` where there are several.
     template <typename Fn>
-    void each_batch(const Model& model, BatchCall call, Fn&& f) {
+    void each_batch(const Model& model, BatchCall call, const char* what, Fn&& f) {
         fit_batch(model, call);
-        batch_ = batch_shots(call);
-        for (std::size_t first = 0; first < shots_.size(); first += batch_)
-            f(first, batch_survey(first, std::min(batch_, shots_.size() - first)));
+        const std::size_t per = batch_shots(call);
+        for (std::size_t first = 0; first < shots_.size(); first += per) {
+            const std::size_t count = std::min(per, shots_.size() - first);
+            f(first, batch_survey(first, count));
+            log_batch(first, count, per, what);
+        }
     }
     Survey batch_survey(std::size_t first, std::size_t count) const;
-    void log_batch(std::size_t first, std::size_t count, const char* what) const;
+    void log_batch(std::size_t first, std::size_t count, std::size_t per, const char* what) const;
 
     Survey survey_;
     std::vector<std::size_t> shots_;
@@ -130,7 +145,6 @@ private:
         std::array<int, 3> for_{};  // ... for this grid (nx, nz) and nt
     };
     std::array<Fit, 3> fits_;      // a BatchCall's
-    std::size_t batch_ = 0;        // the shots a batch of the call in progress holds
     std::unique_ptr<Propagator> propagator_;
     RunTimings timings_;
     double communication_s_ = 0;

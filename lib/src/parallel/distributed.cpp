@@ -106,10 +106,9 @@ Traces DistributedRunner::forward(const Model& model) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, BatchCall::gradient, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gradient, "forward", [&](std::size_t, const Survey& b) {
             Traces t = propagator_->forward(model, b);
             add_timings(timings_, propagator_->last_timings());
-            log_batch(first, b.shots.size(), "forward");
             for (auto& s : t) out.push_back(std::move(s));
         });
     });
@@ -121,11 +120,10 @@ GradientResult DistributedRunner::gradient(const Model& model, const ShotMisfit&
     const bool illumination = propagator_->options().illumination;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, BatchCall::gradient, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gradient, "gradient", [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             GradientResult g = propagator_->gradient(model, b, m);
             add_timings(timings_, propagator_->last_timings());
-            log_batch(first, b.shots.size(), "gradient");
             total.misfit += g.misfit;
             accumulate(total.grad_eps_r, std::move(g.grad_eps_r));
             accumulate(total.grad_sigma, std::move(g.grad_sigma));
@@ -147,10 +145,9 @@ Traces DistributedRunner::born(const Model& model, const ModelDirection& dm) {
     Traces out;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, BatchCall::gauss_newton, [&](std::size_t first, const Survey& b) {
+        each_batch(model, BatchCall::gauss_newton, "Born", [&](std::size_t, const Survey& b) {
             Traces t = propagator_->born(model, b, dm);
             add_timings(timings_, propagator_->last_timings());
-            log_batch(first, b.shots.size(), "Born");
             for (auto& s : t) out.push_back(std::move(s));
         });
     });
@@ -162,11 +159,11 @@ HessianResult DistributedRunner::hessian(const Model& model, const ShotMisfit& m
     HessianResult total;
     timings_ = {};
     parallel::collectively([&] {
-        each_batch(model, kind == HessianKind::full ? BatchCall::full_hessian : BatchCall::gauss_newton, [&](std::size_t first, const Survey& b) {
+        const BatchCall call = kind == HessianKind::full ? BatchCall::full_hessian : BatchCall::gauss_newton;
+        each_batch(model, call, "Hessian-vector product", [&](std::size_t first, const Survey& b) {
             const BatchMisfit m(misfit, shots_.data() + first);
             HessianResult h = propagator_->hessian(model, b, m, v, kind);
             add_timings(timings_, propagator_->last_timings());
-            log_batch(first, b.shots.size(), "Hessian-vector product");
             total.misfit += h.misfit;
             accumulate(total.hv_eps_r, std::move(h.hv_eps_r));
             accumulate(total.hv_sigma, std::move(h.hv_sigma));
@@ -200,6 +197,23 @@ std::size_t shots_that_fit(const std::function<double(std::size_t)>& bytes, doub
     return n < 1 ? 1 : n >= static_cast<double>(shots) ? shots : static_cast<std::size_t>(n);
 }
 
+double host_batch_bytes(const Model& model, const Survey& survey, const std::vector<std::size_t>& shots, std::size_t n,
+                        const PropagatorOptions& options, std::optional<HessianKind> hessian) {
+    Survey first;
+    first.dt = survey.dt;
+    first.nt = survey.nt;
+    for (std::size_t i = 0; i < n; ++i) first.shots.push_back(survey.shots[shots[i]]);
+    const PropagationSetup setup = PropagationSetup::build(model, first, options);
+    return static_cast<double>(hessian ? cpu_hessian_memory_plan(setup, options, *hessian).total()
+                                       : cpu_memory_plan(setup, options, true).total());
+}
+
+std::size_t fit_host_batch(const Model& model, const Survey& survey, const std::vector<std::size_t>& shots,
+                           const PropagatorOptions& options, std::optional<HessianKind> hessian, double room) {
+    const auto bytes = [&](std::size_t n) { return host_batch_bytes(model, survey, shots, n, options, hessian); };
+    return shots_that_fit(bytes, room, shots.size());
+}
+
 std::size_t DistributedRunner::batch_shots(BatchCall call) const {
     if (shots_per_batch_ > 0) return static_cast<std::size_t>(shots_per_batch_);
     const std::size_t fitted = fits_[static_cast<std::size_t>(call)].shots;
@@ -211,27 +225,22 @@ void DistributedRunner::fit_batch(const Model& model, BatchCall call) {
     Fit& fit = fits_[static_cast<std::size_t>(call)];
     const std::array<int, 3> key{model.grid.nx, model.grid.nz, survey_.nt};
     if (fit.shots > 0 && key == fit.for_) return;
-    const PropagatorOptions& options = propagator_->options();
-    const auto bytes = [&](std::size_t n) {
-        if (call == BatchCall::gradient)
-            return static_cast<double>(propagator_->estimate_memory(model, batch_survey(0, n), true).total());
-        const PropagationSetup setup = PropagationSetup::build(model, batch_survey(0, n), options);
-        const HessianKind kind = call == BatchCall::full_hessian ? HessianKind::full : HessianKind::gauss_newton;
-        return static_cast<double>(cpu_hessian_memory_plan(setup, options, kind).total());
-    };
+    const std::optional<HessianKind> hessian = call == BatchCall::gradient ? std::nullopt
+                                               : call == BatchCall::full_hessian
+                                                   ? std::optional(HessianKind::full)
+                                                   : std::optional(HessianKind::gauss_newton);
     const double room = host_batch_room(parallel::place().local_size);
-    fit.shots = shots_that_fit(bytes, room, shots_.size());
+    fit.shots = fit_host_batch(model, survey_, shots_, propagator_->options(), hessian, room);
     fit.for_ = key;
     static constexpr const char* kCalls[] = {"gradient", "Born run or Gauss-Newton product", "full Hessian product"};
     if (fit.shots < shots_.size())
         spdlog::info("this rank's {} shots run in batches of {}: a batch's {} needs about {:.3g} GiB of this "
                      "rank's share of the node's memory, {:.3g} GiB (propagator.shots_per_batch sets the batch)",
-                     shots_.size(), fit.shots, kCalls[static_cast<std::size_t>(call)], bytes(fit.shots) / 1073741824.0,
+                     shots_.size(), fit.shots, kCalls[static_cast<std::size_t>(call)], host_batch_bytes(model, survey_, shots_, fit.shots, propagator_->options(), hessian) / 1073741824.0,
                      room / 1073741824.0);
 }
 
-void DistributedRunner::log_batch(std::size_t first, std::size_t count, const char* what) const {
-    const std::size_t per = batch_;
+void DistributedRunner::log_batch(std::size_t first, std::size_t count, std::size_t per, const char* what) const {
     const std::size_t batches = (shots_.size() + per - 1) / per;
     if (batches < 2) return;  // one batch: the command's own lines say it all
     spdlog::info("{} batch {}/{} (shots {}..{} of this rank) done; {:.1f} s so far", what, first / per + 1, batches,
